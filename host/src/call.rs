@@ -1,0 +1,265 @@
+//! Plain values every step shares: who is calling what, with which arguments.
+//!
+//! A [`CallRequest`] is what arrives from an agent (CLI, MCP, library). The
+//! controller materializes it once: the argument text is parsed, canonicalized
+//! (sorted keys, no insignificant white space) and digested with SHA-256. The
+//! canonical text is what the plugin receives and what approvals and duplicate
+//! detection bind to, so it is computed exactly once per call.
+
+use crate::outcome::{CallError, ErrorCode};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use tokio::sync::Notify;
+
+/// Largest argument text accepted. Bounds parsing cost and memory before any
+/// schema is consulted; the biggest honest argument (a file written by
+/// `write_file`) is well under it.
+pub const MAX_ARGS_BYTES: usize = 4 << 20;
+
+/// Unique id of one call, kept through every step and in every result.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CallId(String);
+
+impl CallId {
+    /// A fresh, time-ordered id.
+    pub fn new() -> Self {
+        CallId(uuid::Uuid::now_v7().to_string())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Default for CallId {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl From<String> for CallId {
+    fn from(id: String) -> Self {
+        CallId(id)
+    }
+}
+
+impl fmt::Display for CallId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The agent session a call belongs to.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SessionId(String);
+
+impl SessionId {
+    /// A fresh session id, for callers that did not name one.
+    pub fn new() -> Self {
+        SessionId(uuid::Uuid::now_v7().to_string())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Default for SessionId {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl From<String> for SessionId {
+    fn from(id: String) -> Self {
+        SessionId(id)
+    }
+}
+
+/// Lets another task stop a call. Cloning shares the token.
+#[derive(Clone, Debug, Default)]
+pub struct CancelToken(Arc<CancelInner>);
+
+#[derive(Debug, Default)]
+struct CancelInner {
+    cancelled: AtomicBool,
+    notify: Notify,
+}
+
+impl CancelToken {
+    pub fn cancel(&self) {
+        self.0.cancelled.store(true, Ordering::SeqCst);
+        self.0.notify.notify_waiters();
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.0.cancelled.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once the token is cancelled.
+    pub async fn cancelled(&self) {
+        let notified = self.0.notify.notified();
+        tokio::pin!(notified);
+        // Register before checking the flag so a cancel in between is not missed.
+        notified.as_mut().enable();
+        if self.is_cancelled() {
+            return;
+        }
+        notified.await;
+    }
+}
+
+/// One `progress` report from a plugin.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Progress {
+    pub done: u64,
+    pub total: Option<u64>,
+    pub message: Option<String>,
+}
+
+/// Receives a call's progress reports (e.g. to forward them to an MCP client).
+#[derive(Clone)]
+pub struct ProgressSink(Arc<dyn Fn(Progress) + Send + Sync>);
+
+impl ProgressSink {
+    pub fn new(f: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+        ProgressSink(Arc::new(f))
+    }
+
+    pub fn report(&self, progress: Progress) {
+        (self.0)(progress)
+    }
+}
+
+impl fmt::Debug for ProgressSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ProgressSink")
+    }
+}
+
+/// One tool call as an agent asked for it.
+#[derive(Clone, Debug)]
+pub struct CallRequest {
+    pub call_id: CallId,
+    pub session: SessionId,
+    pub tool: String,
+    /// The arguments as JSON text, exactly as received.
+    pub args: String,
+    pub cancel: CancelToken,
+    pub progress: Option<ProgressSink>,
+}
+
+impl CallRequest {
+    /// A call with a fresh id, in a fresh session.
+    pub fn new(tool: impl Into<String>, args: impl Into<String>) -> Self {
+        CallRequest {
+            call_id: CallId::new(),
+            session: SessionId::new(),
+            tool: tool.into(),
+            args: args.into(),
+            cancel: CancelToken::default(),
+            progress: None,
+        }
+    }
+
+    pub fn in_session(mut self, session: SessionId) -> Self {
+        self.session = session;
+        self
+    }
+}
+
+/// Arguments after materialization: parsed, canonical, digested.
+#[derive(Clone, Debug)]
+pub struct Arguments {
+    value: Value,
+    canonical: String,
+    digest: String,
+}
+
+impl Arguments {
+    /// Parses argument text into an object and computes its canonical form.
+    pub fn materialize(text: &str) -> Result<Self, CallError> {
+        if text.len() > MAX_ARGS_BYTES {
+            return Err(CallError::new(
+                ErrorCode::InvalidArgs,
+                format!(
+                    "the arguments are {} bytes; at most {MAX_ARGS_BYTES} are accepted",
+                    text.len()
+                ),
+            ));
+        }
+        let value: Value = serde_json::from_str(if text.trim().is_empty() { "{}" } else { text })
+            .map_err(|e| {
+            CallError::new(
+                ErrorCode::InvalidArgs,
+                format!("the arguments are not valid JSON: {e}"),
+            )
+        })?;
+        if !value.is_object() {
+            return Err(CallError::new(
+                ErrorCode::InvalidArgs,
+                "the arguments must be a JSON object, e.g. {\"path\": \"README.md\"}",
+            ));
+        }
+        // serde_json's map keeps keys sorted, so its compact form is canonical.
+        let canonical = value.to_string();
+        let digest = hex::encode(Sha256::digest(canonical.as_bytes()));
+        Ok(Arguments {
+            value,
+            canonical,
+            digest,
+        })
+    }
+
+    pub fn value(&self) -> &Value {
+        &self.value
+    }
+
+    /// Sorted keys, no white space: the text the plugin receives.
+    pub fn canonical(&self) -> &str {
+        &self.canonical
+    }
+
+    /// SHA-256 of the canonical text, hex.
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_form_ignores_key_order_and_space() {
+        let a = Arguments::materialize(r#"{ "b": 1, "a": [1, 2] }"#).unwrap();
+        let b = Arguments::materialize(r#"{"a":[1,2],"b":1}"#).unwrap();
+        assert_eq!(a.canonical(), r#"{"a":[1,2],"b":1}"#);
+        assert_eq!(a.digest(), b.digest());
+    }
+
+    #[test]
+    fn empty_text_means_no_arguments() {
+        assert_eq!(Arguments::materialize("  ").unwrap().canonical(), "{}");
+    }
+
+    #[test]
+    fn non_objects_and_bad_json_are_invalid_args() {
+        for text in ["[1]", "\"x\"", "{", "{\"a\":}"] {
+            let err = Arguments::materialize(text).unwrap_err();
+            assert_eq!(err.code, ErrorCode::InvalidArgs, "{text}");
+        }
+    }
+
+    #[test]
+    fn deeply_nested_json_is_refused_not_a_stack_overflow() {
+        let bomb = format!("{{\"a\":{}{}}}", "[".repeat(100_000), "]".repeat(100_000));
+        assert_eq!(
+            Arguments::materialize(&bomb).unwrap_err().code,
+            ErrorCode::InvalidArgs
+        );
+    }
+}

@@ -1,0 +1,75 @@
+//! What a call is granted: the policy computes a [`Grant`] and the sandbox
+//! turns it into preopens, in exactly one place. The default grants nothing.
+
+use crate::config::SandboxMode;
+use crate::spec::FsNeed;
+use serde::Serialize;
+
+/// Filesystem access to the workspace for one call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FsAccess {
+    /// No preopen at all: the guest sees no filesystem.
+    #[default]
+    None,
+    /// The workspace, mapped at `/workspace`, read-only.
+    ReadOnly,
+    /// The workspace, mapped at `/workspace`, readable and writable.
+    ReadWrite,
+}
+
+impl FsAccess {
+    /// The lesser of what the tool needs and what the session allows.
+    pub fn for_tool(need: FsNeed, session: SandboxMode) -> FsAccess {
+        match (need, session) {
+            (FsNeed::None, _) => FsAccess::None,
+            (FsNeed::ReadOnly, _) | (FsNeed::WorkspaceWrite, SandboxMode::ReadOnly) => {
+                FsAccess::ReadOnly
+            }
+            (FsNeed::WorkspaceWrite, SandboxMode::WorkspaceWrite) => FsAccess::ReadWrite,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FsAccess::None => "none",
+            FsAccess::ReadOnly => "read-only",
+            FsAccess::ReadWrite => "read-write",
+        }
+    }
+}
+
+/// Everything a call may use beyond its own memory. Network is never granted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct Grant {
+    pub fs: FsAccess,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_grant_is_nothing() {
+        assert_eq!(Grant::default().fs, FsAccess::None);
+    }
+
+    #[test]
+    fn session_mode_caps_what_a_tool_gets() {
+        use FsNeed::*;
+        use SandboxMode as S;
+        assert_eq!(FsAccess::for_tool(None, S::WorkspaceWrite), FsAccess::None);
+        assert_eq!(
+            FsAccess::for_tool(ReadOnly, S::WorkspaceWrite),
+            FsAccess::ReadOnly
+        );
+        assert_eq!(
+            FsAccess::for_tool(WorkspaceWrite, S::ReadOnly),
+            FsAccess::ReadOnly
+        );
+        assert_eq!(
+            FsAccess::for_tool(WorkspaceWrite, S::WorkspaceWrite),
+            FsAccess::ReadWrite
+        );
+    }
+}

@@ -1,0 +1,88 @@
+//! What the user typed: clap types only, no behaviour.
+
+use crate::config::SandboxMode;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "toolwarden",
+    version,
+    about = "A governed host for AI-agent tools that are WebAssembly components"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Directory of plugin `*.wasm` files [default: $XDG_DATA_HOME/toolwarden/plugins]
+    #[arg(long, env = "TOOLWARDEN_PLUGINS", global = true, value_name = "DIR")]
+    pub plugins: Option<PathBuf>,
+
+    /// The agent's workspace; tools that need files see it at /workspace
+    #[arg(
+        long,
+        env = "TOOLWARDEN_WORKSPACE",
+        global = true,
+        value_name = "DIR",
+        default_value = "."
+    )]
+    pub workspace: PathBuf,
+
+    /// Policy and limits [default: <workspace>/toolwarden.toml]
+    #[arg(long, env = "TOOLWARDEN_CONFIG", global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Host state: compile cache, approvals, audit [default: $XDG_STATE_HOME/toolwarden]
+    #[arg(long, env = "TOOLWARDEN_STATE", global = true, value_name = "DIR")]
+    pub state: Option<PathBuf>,
+
+    /// The most tools may do to the workspace: read-only or workspace-write
+    #[arg(
+        long,
+        env = "TOOLWARDEN_SANDBOX",
+        global = true,
+        value_name = "MODE",
+        default_value = "read-only"
+    )]
+    pub sandbox: SandboxMode,
+
+    /// More log output on stderr (-v info, -vv debug); or set TOOLWARDEN_LOG
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List every tool, with its plugin, risk, filesystem need, effects and policy decision
+    List {
+        /// Print a JSON array
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show what one plugin file declares, its hash and its imports
+    Inspect {
+        /// The plugin's `.wasm` file
+        file: PathBuf,
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call a tool through the full pipeline
+    Call {
+        /// The tool's name
+        tool: String,
+        /// Arguments as a JSON object, or `-` to read them from stdin [default: {}]
+        args: Option<String>,
+        /// Print one JSON object with every detail of the result
+        #[arg(long)]
+        json: bool,
+        /// The agent session the call belongs to [default: a fresh one]
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+    },
+}

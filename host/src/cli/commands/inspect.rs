@@ -1,0 +1,51 @@
+//! `toolwarden inspect FILE.wasm`: what one plugin declares.
+
+use crate::cli::ExitStatus;
+use crate::cli::printer::Printer;
+use crate::config::Config;
+use crate::controller::Controller;
+use crate::error::Error;
+use serde_json::json;
+use std::path::Path;
+
+pub fn run(
+    config: &Config,
+    file: &Path,
+    json: bool,
+    printer: Printer,
+) -> Result<ExitStatus, Error> {
+    let inspection = Controller::inspect(config, file)?;
+    let plugin = &inspection.plugin;
+    if json {
+        let tools: Vec<_> = inspection.tools.iter().map(|t| &t.spec).collect();
+        printer.json(&json!({
+            "file": plugin.file,
+            "sha256": plugin.sha256,
+            "imports": plugin.loaded.imports(),
+            "tools": tools,
+        }));
+        return Ok(ExitStatus::Success);
+    }
+    printer.out(format!("{}", plugin.file.display()));
+    printer.out(format!("  sha256   {}", plugin.sha256));
+    printer.out(format!("  imports  {}", plugin.loaded.imports().join(", ")));
+    for tool in &inspection.tools {
+        let spec = &tool.spec;
+        printer.out(format!("\n{} - {}", spec.name, spec.title));
+        printer.out(format!(
+            "  risk {}, filesystem {}, effects [{}]",
+            spec.risk.as_str(),
+            spec.filesystem.as_str(),
+            spec.effects
+        ));
+        if let Some(ms) = spec.timeout_ms {
+            printer.out(format!("  timeout hint {ms} ms"));
+        }
+        printer.out(format!("  {}", spec.description));
+        printer.out(format!("  input  {}", spec.input_schema));
+        if let Some(output) = &spec.output_schema {
+            printer.out(format!("  output {output}"));
+        }
+    }
+    Ok(ExitStatus::Success)
+}

@@ -1,0 +1,85 @@
+//! `toolwarden list`: every tool and what the policy decides for it.
+
+use crate::cli::ExitStatus;
+use crate::cli::printer::Printer;
+use crate::config::Config;
+use crate::controller::Controller;
+use crate::error::Error;
+use serde_json::json;
+
+pub fn run(config: Config, json: bool, printer: Printer) -> Result<ExitStatus, Error> {
+    let host = Controller::new(config)?;
+    for failure in host.registry().failures() {
+        printer.error(failure, Some(&failure.error.hint()));
+    }
+    let rows: Vec<_> = host
+        .registry()
+        .tools()
+        .map(|tool| {
+            let decision = host.decision(tool);
+            let plugin = tool
+                .plugin
+                .file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            (tool, plugin, decision)
+        })
+        .collect();
+    if json {
+        let list: Vec<_> = rows
+            .iter()
+            .map(|(tool, plugin, decision)| {
+                json!({
+                    "name": tool.spec.name,
+                    "title": tool.spec.title,
+                    "description": tool.spec.description,
+                    "plugin": plugin,
+                    "plugin_sha256": tool.plugin.sha256,
+                    "risk": tool.spec.risk,
+                    "filesystem": tool.spec.filesystem,
+                    "effects": tool.spec.effects,
+                    "decision": decision.verdict,
+                    "reason": decision.reason,
+                })
+            })
+            .collect();
+        printer.json(&list);
+        return Ok(ExitStatus::Success);
+    }
+    if rows.is_empty() {
+        printer.out(format!(
+            "no tools: `{}` holds no plugin that loaded",
+            host.config().plugins_dir().display()
+        ));
+        return Ok(ExitStatus::Success);
+    }
+    let width = |f: &dyn Fn(&(_, String, _)) -> usize, min: usize| {
+        rows.iter().map(f).max().unwrap_or(0).max(min)
+    };
+    let name_w = width(
+        &|r: &(
+            &std::sync::Arc<crate::registry::Tool>,
+            String,
+            crate::policy::Decision,
+        )| r.0.spec.name.len(),
+        4,
+    );
+    let plugin_w = width(&|r| r.1.len(), 6);
+    printer.out(format!(
+        "{:name_w$}  {:plugin_w$}  {:9}  {:15}  {:6}  EFFECTS",
+        "NAME", "PLUGIN", "RISK", "FILESYSTEM", "POLICY"
+    ));
+    for (tool, plugin, decision) in &rows {
+        printer.out(format!(
+            "{:name_w$}  {:plugin_w$}  {:9}  {:15}  {:6}  {}",
+            tool.spec.name,
+            plugin,
+            tool.spec.risk.as_str(),
+            tool.spec.filesystem.as_str(),
+            decision.verdict.as_str(),
+            tool.spec.effects
+        ));
+    }
+    Ok(ExitStatus::Success)
+}

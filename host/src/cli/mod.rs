@@ -1,0 +1,111 @@
+//! The `toolwarden` command line: parses arguments, builds a config, calls
+//! the controller, prints. Exit codes (stable): 0 success, 1 an error or
+//! denied call result, 2 a usage or config error, 3 approval pending or
+//! unavailable.
+//!
+//! It only talks to `config` and `controller`; every rule lives in the
+//! library.
+
+mod args;
+mod commands;
+mod printer;
+
+pub use args::Cli;
+
+use crate::config::{Config, ConfigBuilder};
+use crate::error::Error;
+use crate::outcome::Status;
+use args::{Command, GlobalArgs};
+use clap::Parser;
+use printer::Printer;
+use std::process::ExitCode;
+
+/// How a command ended, mapped to the process exit code in one place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitStatus {
+    Success,
+    /// The call ran or was refused, and did not succeed.
+    Failure,
+    /// Bad usage, config or plugins: nothing was attempted.
+    Error,
+    /// The call waits for, or could not get, a person's approval.
+    Pending,
+}
+
+impl From<ExitStatus> for ExitCode {
+    fn from(status: ExitStatus) -> ExitCode {
+        ExitCode::from(match status {
+            ExitStatus::Success => 0,
+            ExitStatus::Failure => 1,
+            ExitStatus::Error => 2,
+            ExitStatus::Pending => 3,
+        })
+    }
+}
+
+impl From<Status> for ExitStatus {
+    fn from(status: Status) -> ExitStatus {
+        match status {
+            Status::Ok => ExitStatus::Success,
+            Status::Error | Status::Denied => ExitStatus::Failure,
+            Status::PendingApproval => ExitStatus::Pending,
+        }
+    }
+}
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.global.verbose);
+    let printer = Printer;
+    match run(cli, printer) {
+        Ok(status) => status.into(),
+        Err(error) => {
+            printer.error(&error, Some(&error.hint()));
+            ExitStatus::Error.into()
+        }
+    }
+}
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLWARDEN_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}
+
+fn config(global: &GlobalArgs) -> Result<Config, Error> {
+    let mut builder = ConfigBuilder::new(&global.workspace).sandbox(global.sandbox);
+    if let Some(dir) = &global.plugins {
+        builder = builder.plugins_dir(dir);
+    }
+    if let Some(file) = &global.config {
+        builder = builder.config_file(file);
+    }
+    if let Some(dir) = &global.state {
+        builder = builder.state_dir(dir);
+    }
+    builder.build()
+}
+
+fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
+    let config = config(&cli.global)?;
+    match cli.command {
+        Command::List { json } => commands::list::run(config, json, printer),
+        Command::Inspect { file, json } => commands::inspect::run(&config, &file, json, printer),
+        Command::Call {
+            tool,
+            args,
+            json,
+            session,
+        } => commands::call::run(config, tool, args, session, json, printer),
+    }
+}

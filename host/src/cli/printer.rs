@@ -1,0 +1,32 @@
+//! The one place the CLI writes to stdout and stderr. Writing errors (a
+//! closed pipe, say) are ignored: there is nobody left to tell.
+
+use std::fmt::Display;
+use std::io::Write;
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Printer;
+
+impl Printer {
+    /// A line of the command's output.
+    pub fn out(&self, line: impl Display) {
+        let _ = writeln!(std::io::stdout().lock(), "{line}");
+    }
+
+    /// A JSON document on stdout.
+    pub fn json(&self, value: &impl serde::Serialize) {
+        match serde_json::to_string_pretty(value) {
+            Ok(text) => self.out(text),
+            Err(e) => self.error(format!("cannot encode the output as JSON: {e}"), None),
+        }
+    }
+
+    /// An error for the person at the terminal, with what to do about it.
+    pub fn error(&self, message: impl Display, hint: Option<&str>) {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "toolwarden: {message}");
+        if let Some(hint) = hint {
+            let _ = writeln!(err, "hint: {hint}");
+        }
+    }
+}

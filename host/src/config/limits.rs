@@ -1,0 +1,75 @@
+//! Resource limits applied to every plugin call, with their defaults.
+
+use std::time::Duration;
+
+/// Wall-clock budget of one call, unless the tool hints a shorter one.
+pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
+/// CPU budget of one call, in wasmtime fuel units (about one per wasm
+/// instruction). Bounds CPU even when the clock is generous; does not bound
+/// time spent blocked in host calls (the timeout does).
+pub const DEFAULT_FUEL: u64 = 10_000_000_000;
+/// Linear memory one call may grow to. Rust guests need a few MiB.
+pub const DEFAULT_MEMORY_MB: u64 = 64;
+/// Largest output (value plus text) a call may return.
+pub const DEFAULT_MAX_OUTPUT_KB: u64 = 1024;
+
+/// Upper bounds on the settings, so a typo cannot disable a limit.
+pub(crate) const MAX_TIMEOUT_MS: u64 = 600_000;
+pub(crate) const MAX_MEMORY_MB: u64 = 4096;
+pub(crate) const MAX_OUTPUT_KB: u64 = 64 * 1024;
+
+/// Per-call limits, from the `[limits]` table of the config file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Limits {
+    pub timeout: Duration,
+    pub fuel: u64,
+    pub memory_bytes: u64,
+    pub max_output_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
+            fuel: DEFAULT_FUEL,
+            memory_bytes: DEFAULT_MEMORY_MB << 20,
+            max_output_bytes: (DEFAULT_MAX_OUTPUT_KB << 10) as usize,
+        }
+    }
+}
+
+impl Limits {
+    /// The deadline of a call to a tool that hints `hint_ms`: the hint, capped
+    /// by the configured limit. The hint is host metadata, never seen by the
+    /// model.
+    pub fn timeout_for(&self, hint_ms: Option<u32>) -> Duration {
+        match hint_ms {
+            Some(ms) => self
+                .timeout
+                .min(Duration::from_millis(u64::from(ms).max(1))),
+            None => self.timeout,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_bounded() {
+        let l = Limits::default();
+        assert_eq!(l.timeout, Duration::from_secs(10));
+        assert_eq!(l.memory_bytes, 64 << 20);
+        assert_eq!(l.max_output_bytes, 1 << 20);
+        assert!(l.fuel > 0);
+    }
+
+    #[test]
+    fn tool_hint_can_only_shorten_the_deadline() {
+        let l = Limits::default();
+        assert_eq!(l.timeout_for(Some(500)), Duration::from_millis(500));
+        assert_eq!(l.timeout_for(Some(3_600_000)), l.timeout);
+        assert_eq!(l.timeout_for(None), l.timeout);
+    }
+}

@@ -1,0 +1,294 @@
+//! Settings: where plugins, workspace and state live, the session's sandbox
+//! mode, resource limits, and the policy rules, resolved once into a
+//! [`Config`] by [`ConfigBuilder::build`].
+//!
+//! Reading `toolwarden.toml` lives in [`file`]; this module decides defaults
+//! and checks rules that span settings. Nothing here runs a plugin.
+
+mod file;
+mod limits;
+
+pub use limits::Limits;
+
+use crate::error::Error;
+use crate::policy::Policy;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+/// The config file looked for in the workspace when none is named.
+pub const DEFAULT_CONFIG_FILE: &str = "toolwarden.toml";
+
+/// The most a session lets tools do to the workspace. Tools get the lesser of
+/// what they declare and this.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SandboxMode {
+    /// Tools may read the workspace, never change it.
+    #[default]
+    ReadOnly,
+    /// Tools that declare `workspace-write` may change the workspace.
+    WorkspaceWrite,
+}
+
+impl SandboxMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxMode::ReadOnly => "read-only",
+            SandboxMode::WorkspaceWrite => "workspace-write",
+        }
+    }
+}
+
+impl FromStr for SandboxMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "read-only" => Ok(SandboxMode::ReadOnly),
+            "workspace-write" => Ok(SandboxMode::WorkspaceWrite),
+            other => Err(format!(
+                "unknown sandbox mode `{other}`; use `read-only` or `workspace-write`"
+            )),
+        }
+    }
+}
+
+/// Everything a host needs, resolved and checked.
+#[derive(Debug)]
+pub struct Config {
+    pub(crate) plugins_dir: PathBuf,
+    pub(crate) workspace: PathBuf,
+    pub(crate) state_dir: PathBuf,
+    pub(crate) config_file: Option<PathBuf>,
+    pub(crate) sandbox: SandboxMode,
+    pub(crate) limits: Limits,
+    pub(crate) policy: Policy,
+}
+
+impl Config {
+    pub fn plugins_dir(&self) -> &Path {
+        &self.plugins_dir
+    }
+
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    pub fn state_dir(&self) -> &Path {
+        &self.state_dir
+    }
+
+    /// The config file that was read, if any.
+    pub fn config_file(&self) -> Option<&Path> {
+        self.config_file.as_deref()
+    }
+
+    pub fn sandbox(&self) -> SandboxMode {
+        self.sandbox
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+}
+
+/// Where the policy and limits come from.
+#[derive(Clone, Debug, Default)]
+enum Source {
+    /// `<workspace>/toolwarden.toml` if it exists, else no rules (deny all).
+    #[default]
+    WorkspaceDefault,
+    /// A file the user named: it must exist.
+    File(PathBuf),
+    /// Config text given directly (library use and tests).
+    Text(String),
+}
+
+/// Builds a [`Config`]. Every setting has a safe default.
+#[derive(Clone, Debug)]
+pub struct ConfigBuilder {
+    workspace: PathBuf,
+    plugins_dir: Option<PathBuf>,
+    state_dir: Option<PathBuf>,
+    source: Source,
+    sandbox: SandboxMode,
+}
+
+impl ConfigBuilder {
+    /// Starts from a workspace directory. Defaults: plugins from
+    /// `$XDG_DATA_HOME/toolwarden/plugins`, state in
+    /// `$XDG_STATE_HOME/toolwarden`, policy from `<workspace>/toolwarden.toml`
+    /// (no file: every call denied), sandbox mode `read-only`.
+    pub fn new(workspace: impl Into<PathBuf>) -> Self {
+        ConfigBuilder {
+            workspace: workspace.into(),
+            plugins_dir: None,
+            state_dir: None,
+            source: Source::default(),
+            sandbox: SandboxMode::default(),
+        }
+    }
+
+    pub fn plugins_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.plugins_dir = Some(dir.into());
+        self
+    }
+
+    pub fn state_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.state_dir = Some(dir.into());
+        self
+    }
+
+    /// Reads policy and limits from this file, which must exist.
+    pub fn config_file(mut self, file: impl Into<PathBuf>) -> Self {
+        self.source = Source::File(file.into());
+        self
+    }
+
+    /// Uses this TOML text as the config file.
+    pub fn config_text(mut self, text: impl Into<String>) -> Self {
+        self.source = Source::Text(text.into());
+        self
+    }
+
+    pub fn sandbox(mut self, mode: SandboxMode) -> Self {
+        self.sandbox = mode;
+        self
+    }
+
+    pub fn build(self) -> Result<Config, Error> {
+        let workspace = canonical_dir("workspace", &self.workspace)?;
+        let (config_file, text) = match self.source {
+            Source::WorkspaceDefault => {
+                let path = workspace.join(DEFAULT_CONFIG_FILE);
+                match std::fs::read_to_string(&path) {
+                    Ok(text) => (Some(path), text),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        tracing::warn!(
+                            "no `{}` found: no policy rules, so every call is denied",
+                            path.display()
+                        );
+                        (None, String::new())
+                    }
+                    Err(source) => return Err(Error::ConfigRead { path, source }),
+                }
+            }
+            Source::File(path) => match std::fs::read_to_string(&path) {
+                Ok(text) => (Some(path), text),
+                Err(source) => return Err(Error::ConfigRead { path, source }),
+            },
+            Source::Text(text) => (None, text),
+        };
+        let shown = config_file
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("<config>"));
+        let parsed = file::parse(&text).map_err(|e| e.at(&shown))?;
+        let policy = Policy::compile(parsed.rules).map_err(|e| Error::Config {
+            path: shown.clone(),
+            line: e.line,
+            message: e.message,
+            hint: e.hint,
+        })?;
+
+        let plugins_dir = self
+            .plugins_dir
+            .unwrap_or_else(|| data_home().join("plugins"));
+        let state_dir = self.state_dir.unwrap_or_else(state_home);
+        std::fs::create_dir_all(&state_dir).map_err(|source| Error::Directory {
+            what: "state directory",
+            path: state_dir.clone(),
+            source,
+        })?;
+        let state_dir = canonical_dir("state directory", &state_dir)?;
+        if state_dir.starts_with(&workspace) {
+            return Err(Error::StateInWorkspace {
+                state: state_dir,
+                workspace,
+            });
+        }
+        Ok(Config {
+            plugins_dir,
+            workspace,
+            state_dir,
+            config_file,
+            sandbox: self.sandbox,
+            limits: parsed.limits,
+            policy,
+        })
+    }
+}
+
+fn canonical_dir(what: &'static str, path: &Path) -> Result<PathBuf, Error> {
+    let canonical = std::fs::canonicalize(path).map_err(|source| Error::Directory {
+        what,
+        path: path.to_owned(),
+        source,
+    })?;
+    if !canonical.is_dir() {
+        return Err(Error::Directory {
+            what,
+            path: path.to_owned(),
+            source: std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory"),
+        });
+    }
+    Ok(canonical)
+}
+
+fn home() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp"))
+}
+
+fn data_home() -> PathBuf {
+    std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home().join(".local/share"))
+        .join("toolwarden")
+}
+
+fn state_home() -> PathBuf {
+    std::env::var_os("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home().join(".local/state"))
+        .join("toolwarden")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sandbox_mode_defaults_to_read_only() {
+        assert_eq!(SandboxMode::default(), SandboxMode::ReadOnly);
+        assert_eq!("workspace-write".parse(), Ok(SandboxMode::WorkspaceWrite));
+        assert!(
+            "full"
+                .parse::<SandboxMode>()
+                .unwrap_err()
+                .contains("read-only")
+        );
+    }
+
+    #[test]
+    fn state_dir_inside_workspace_is_refused() {
+        let ws = tempfile::tempdir().unwrap();
+        let err = ConfigBuilder::new(ws.path())
+            .state_dir(ws.path().join(".state"))
+            .config_text("")
+            .build()
+            .unwrap_err();
+        assert_eq!(err.code(), "STATE_IN_WORKSPACE");
+    }
+
+    #[test]
+    fn a_named_config_file_must_exist() {
+        let ws = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let err = ConfigBuilder::new(ws.path())
+            .state_dir(state.path())
+            .config_file(ws.path().join("missing.toml"))
+            .build()
+            .unwrap_err();
+        assert_eq!(err.code(), "CONFIG_INVALID");
+    }
+}

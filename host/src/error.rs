@@ -1,0 +1,155 @@
+//! Host-level errors: problems that are not about one call but stop the host
+//! from starting or a plugin from loading. Each has a stable [`Error::code`]
+//! and a [`Error::hint`] that tells the person who must act what to do.
+//!
+//! Sorted by who must act: the operator (config, directories), the plugin
+//! author ([`PluginError`]), or us ([`Error::Engine`], a host bug or an
+//! unsupported machine).
+
+use crate::outcome::CallError;
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    #[error("cannot read config file `{}`: {source}", path.display())]
+    ConfigRead {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+
+    #[error("invalid config `{}`{}: {message}", path.display(), line.map(|l| format!(" line {l}")).unwrap_or_default())]
+    Config {
+        path: PathBuf,
+        line: Option<usize>,
+        message: String,
+        hint: String,
+    },
+
+    #[error("cannot read plugins directory `{}`: {source}", path.display())]
+    PluginsDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+
+    #[error("tool `{tool}` is declared by two plugins: `{}` and `{}`", first.display(), second.display())]
+    DuplicateTool {
+        tool: String,
+        first: PathBuf,
+        second: PathBuf,
+    },
+
+    #[error("plugin `{}`: {source}", file.display())]
+    Plugin { file: PathBuf, source: PluginError },
+
+    #[error("cannot use {what} `{}`: {source}", path.display())]
+    Directory {
+        what: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+
+    #[error("the state directory `{}` is inside the workspace `{}`", state.display(), workspace.display())]
+    StateInWorkspace { state: PathBuf, workspace: PathBuf },
+
+    #[error("cannot set up the sandbox engine: {0}")]
+    Engine(String),
+}
+
+impl Error {
+    /// Stable machine code. A released code never changes.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::ConfigRead { .. } | Error::Config { .. } => "CONFIG_INVALID",
+            Error::PluginsDir { .. } => "PLUGINS_DIR",
+            Error::DuplicateTool { .. } => "DUPLICATE_TOOL",
+            Error::Plugin { .. } => "PLUGIN_INVALID",
+            Error::Directory { .. } => "DIRECTORY",
+            Error::StateInWorkspace { .. } => "STATE_IN_WORKSPACE",
+            Error::Engine(_) => "ENGINE",
+        }
+    }
+
+    /// What to do about it.
+    pub fn hint(&self) -> String {
+        match self {
+            Error::ConfigRead { .. } => {
+                "check the path given by `--config` (or TOOLWARDEN_CONFIG); without it, \
+                 `<workspace>/toolwarden.toml` is used when it exists"
+                    .into()
+            }
+            Error::Config { hint, .. } => hint.clone(),
+            Error::PluginsDir { .. } => {
+                "pass an existing directory with `--plugins DIR` (or TOOLWARDEN_PLUGINS); \
+                 `make plugins` builds the examples into `target/plugins`"
+                    .into()
+            }
+            Error::DuplicateTool { tool, .. } => format!(
+                "rename `{tool}` in one plugin or remove one of the files: a tool name must \
+                 mean exactly one tool"
+            ),
+            Error::Plugin { source, .. } => source.hint(),
+            Error::Directory { .. } => "check that the directory exists and is writable".into(),
+            Error::StateInWorkspace { .. } => {
+                "choose a `--state` directory outside the workspace: a tool that can write the \
+                 workspace could otherwise tamper with the host's state"
+                    .into()
+            }
+            Error::Engine(_) => {
+                "this is a host problem, not a plugin's: please report it with the message".into()
+            }
+        }
+    }
+}
+
+/// Why one plugin file could not be loaded. The other plugins still load.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PluginError {
+    #[error("cannot read the file: {0}")]
+    Read(std::io::Error),
+
+    #[error("the file is {bytes} bytes; plugins may be at most {max} bytes")]
+    TooLarge { bytes: u64, max: u64 },
+
+    #[error("not a valid WebAssembly component: {0}")]
+    NotAComponent(String),
+
+    #[error("does not fit the `toolwarden:tool/plugin` world: {0}")]
+    WrongWorld(String),
+
+    #[error("`tools()` failed: {0}")]
+    Describe(CallError),
+
+    #[error("tool `{tool}`: {problem}")]
+    Spec { tool: String, problem: String },
+}
+
+impl PluginError {
+    pub fn hint(&self) -> String {
+        match self {
+            PluginError::Read(_) => "check the file's permissions".into(),
+            PluginError::TooLarge { .. } => {
+                "strip debug info (`strip = true` in the profile)".into()
+            }
+            PluginError::NotAComponent(_) => {
+                "build the plugin with `cargo build --release --target wasm32-wasip2`; a core \
+                 module or a truncated file is not a component"
+                    .into()
+            }
+            PluginError::WrongWorld(_) => {
+                "build against `wit/tool.wit` (world `plugin`); a plugin may import only \
+                 `toolwarden:tool/host` and WASI interfaces"
+                    .into()
+            }
+            PluginError::Describe(_) => {
+                "`tools()` must return the specs without touching the filesystem; run \
+                 `toolwarden inspect FILE.wasm` to see the failure"
+                    .into()
+            }
+            PluginError::Spec { .. } => {
+                "fix the tool's spec; `wit/tool.wit` documents every field".into()
+            }
+        }
+    }
+}

@@ -1,0 +1,59 @@
+//! toolwarden: a governed host for AI-agent tools that are WebAssembly
+//! components.
+//!
+//! Build a [`Controller`] from a [`Config`] (plugins directory, workspace,
+//! state directory, policy) and hand it [`CallRequest`]s; every call goes
+//! through the same pipeline (materialize, resolve, validate, policy,
+//! approval, sandboxed run, output check) and ends in a [`CallResult`] with a
+//! stable [`ErrorCode`] when it did not succeed.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), toolwarden::Error> {
+//! use toolwarden::{CallRequest, ConfigBuilder, Controller};
+//! let config = ConfigBuilder::new("/path/to/workspace")
+//!     .plugins_dir("/path/to/plugins")
+//!     .state_dir("/path/to/state")
+//!     .build()?;
+//! let host = Controller::new(config)?;
+//! let result = host.handle(CallRequest::new("calc", r#"{"op":"add","a":2,"b":3}"#)).await;
+//! println!("{:?} {:?}", result.status, result.value);
+//! # Ok(()) }
+//! ```
+
+// In MCP stdio mode stdout is the protocol stream: one stray print corrupts
+// it. All output goes through the CLI's printer.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod approval;
+mod call;
+mod capability;
+pub mod cli;
+mod config;
+mod controller;
+mod error;
+mod outcome;
+mod output;
+mod policy;
+mod registry;
+mod sandbox;
+mod schema;
+mod spec;
+
+pub use call::{
+    CallId, CallRequest, CancelToken, MAX_ARGS_BYTES, Progress, ProgressSink, SessionId,
+};
+pub use capability::{FsAccess, Grant};
+pub use config::{Config, ConfigBuilder, DEFAULT_CONFIG_FILE, Limits, SandboxMode};
+pub use controller::{Controller, Inspection};
+pub use error::{Error, PluginError};
+pub use outcome::{CallError, CallResult, ErrorCode, Status};
+pub use policy::{Decision, Verdict};
+pub use registry::{LoadFailure, Plugin, Registry, Tool};
+pub use sandbox::{
+    EPOCH_TICK, GUEST_WORKSPACE, LOG_BUDGET_BYTES, MAX_CONCURRENT_INSTANCES, MAX_HANDLES,
+    MAX_WASM_STACK, OUTPUT_PIPE_BYTES, Origin,
+};
+pub use schema::{
+    ANNOTATION_KEYWORDS, FORMATS, Schema, SchemaError, VALIDATION_KEYWORDS, Violation,
+};
+pub use spec::{Effect, Effects, FsNeed, Risk, ToolSpec};

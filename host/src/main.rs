@@ -1,0 +1,5 @@
+//! The `toolwarden` binary: everything happens in [`toolwarden::cli`].
+
+fn main() -> std::process::ExitCode {
+    toolwarden::cli::main()
+}

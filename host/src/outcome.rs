@@ -1,0 +1,183 @@
+//! What a call comes back with: a [`CallResult`] with a [`Status`] and, when
+//! it did not succeed, a [`CallError`] with a stable [`ErrorCode`].
+//!
+//! Every call ends in a `CallResult`, whatever happened: callers never need to
+//! tell a host fault from a denial by parsing text. Host-level failures that
+//! are not about one call (a bad config, a plugin that will not load) are
+//! [`crate::Error`] instead.
+
+use serde::Serialize;
+use std::fmt;
+
+/// Stable machine codes for call outcomes. A released code never changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ErrorCode {
+    /// No tool by that name is registered.
+    UnknownTool,
+    /// The arguments are not JSON, not an object, or break the input schema.
+    InvalidArgs,
+    /// The policy denied the call (explicitly or by default).
+    PolicyDenied,
+    /// The policy asked for approval and nobody can give it.
+    ApprovalUnavailable,
+    /// The tool returned its own expected error.
+    ToolFailed,
+    /// The plugin trapped or panicked: a defect in the plugin.
+    ToolCrashed,
+    /// The call ran past its wall-clock deadline.
+    Timeout,
+    /// The call used up its fuel (CPU budget).
+    OutOfFuel,
+    /// The call tried to use more memory than allowed.
+    MemoryLimit,
+    /// The call was cancelled by its caller.
+    Cancelled,
+    /// The output is bigger than the configured cap.
+    OutputTooLarge,
+    /// The output is not JSON or breaks the tool's output schema.
+    InvalidToolOutput,
+    /// The host could not run the call (a host fault, not the plugin's).
+    HostError,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::UnknownTool => "UNKNOWN_TOOL",
+            ErrorCode::InvalidArgs => "INVALID_ARGS",
+            ErrorCode::PolicyDenied => "POLICY_DENIED",
+            ErrorCode::ApprovalUnavailable => "APPROVAL_UNAVAILABLE",
+            ErrorCode::ToolFailed => "TOOL_FAILED",
+            ErrorCode::ToolCrashed => "TOOL_CRASHED",
+            ErrorCode::Timeout => "TIMEOUT",
+            ErrorCode::OutOfFuel => "OUT_OF_FUEL",
+            ErrorCode::MemoryLimit => "MEMORY_LIMIT",
+            ErrorCode::Cancelled => "CANCELLED",
+            ErrorCode::OutputTooLarge => "OUTPUT_TOO_LARGE",
+            ErrorCode::InvalidToolOutput => "INVALID_TOOL_OUTPUT",
+            ErrorCode::HostError => "HOST_ERROR",
+        }
+    }
+
+    /// The status a result with this error has.
+    pub fn status(self) -> Status {
+        match self {
+            ErrorCode::PolicyDenied => Status::Denied,
+            ErrorCode::ApprovalUnavailable => Status::PendingApproval,
+            ErrorCode::UnknownTool
+            | ErrorCode::InvalidArgs
+            | ErrorCode::ToolFailed
+            | ErrorCode::ToolCrashed
+            | ErrorCode::Timeout
+            | ErrorCode::OutOfFuel
+            | ErrorCode::MemoryLimit
+            | ErrorCode::Cancelled
+            | ErrorCode::OutputTooLarge
+            | ErrorCode::InvalidToolOutput
+            | ErrorCode::HostError => Status::Error,
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a call did not produce a value.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CallError {
+    pub code: ErrorCode,
+    /// What happened, in words a model or a person can act on.
+    pub message: String,
+}
+
+impl CallError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        CallError {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+/// How a call ended, in one word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Ok,
+    Error,
+    Denied,
+    PendingApproval,
+}
+
+/// The final, frozen result of one call.
+#[derive(Clone, Debug, Serialize)]
+pub struct CallResult {
+    pub call_id: String,
+    pub tool: String,
+    pub status: Status,
+    /// The canonical value (checked against the output schema) on success.
+    pub value: Option<serde_json::Value>,
+    /// Model-facing text on success.
+    pub content: Option<String>,
+    pub error: Option<CallError>,
+    pub approval_id: Option<String>,
+    pub duration_us: u64,
+    pub fuel_used: Option<u64>,
+}
+
+impl CallResult {
+    pub fn is_ok(&self) -> bool {
+        self.status == Status::Ok
+    }
+
+    /// The error code, if the call did not succeed.
+    pub fn code(&self) -> Option<ErrorCode> {
+        self.error.as_ref().map(|e| e.code)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Codes are a public contract: this list may grow, never change.
+    #[test]
+    fn error_codes_are_stable() {
+        let all = [
+            ErrorCode::UnknownTool,
+            ErrorCode::InvalidArgs,
+            ErrorCode::PolicyDenied,
+            ErrorCode::ApprovalUnavailable,
+            ErrorCode::ToolFailed,
+            ErrorCode::ToolCrashed,
+            ErrorCode::Timeout,
+            ErrorCode::OutOfFuel,
+            ErrorCode::MemoryLimit,
+            ErrorCode::Cancelled,
+            ErrorCode::OutputTooLarge,
+            ErrorCode::InvalidToolOutput,
+            ErrorCode::HostError,
+        ];
+        let names: Vec<_> = all.iter().map(|c| c.as_str()).collect();
+        assert_eq!(
+            names.join(" "),
+            "UNKNOWN_TOOL INVALID_ARGS POLICY_DENIED APPROVAL_UNAVAILABLE TOOL_FAILED \
+             TOOL_CRASHED TIMEOUT OUT_OF_FUEL MEMORY_LIMIT CANCELLED OUTPUT_TOO_LARGE \
+             INVALID_TOOL_OUTPUT HOST_ERROR"
+        );
+        for code in all {
+            let json = serde_json::to_value(code).unwrap();
+            assert_eq!(json, code.as_str(), "serde spelling of {code:?}");
+        }
+    }
+}

@@ -1,0 +1,73 @@
+//! Checks what a tool returned and renders it for the model.
+//!
+//! Pipeline step `RawOutput -> CheckedOutput`: the tool's own error becomes
+//! TOOL_FAILED; an output over the size cap is OUTPUT_TOO_LARGE (never
+//! silently cut, so a model never mistakes part of a result for the whole);
+//! a value that is not JSON or breaks the output schema is
+//! INVALID_TOOL_OUTPUT. It never runs or retries a tool.
+
+use crate::outcome::{CallError, ErrorCode};
+use crate::registry::Tool;
+use crate::sandbox::{RawOutput, ToolFailure};
+use crate::schema::describe;
+use serde_json::Value;
+
+/// A result that passed every output check. Only [`check`] makes one.
+#[derive(Debug)]
+pub struct CheckedOutput {
+    value: Value,
+    content: String,
+}
+
+impl CheckedOutput {
+    /// The canonical value (valid against the tool's output schema) and what
+    /// the model reads: the tool's text, or the value as JSON.
+    pub fn into_parts(self) -> (Value, String) {
+        (self.value, self.content)
+    }
+}
+
+pub fn check(
+    tool: &Tool,
+    returned: Result<RawOutput, ToolFailure>,
+    max_bytes: usize,
+) -> Result<CheckedOutput, CallError> {
+    let raw = returned.map_err(|failure| {
+        let message = match failure {
+            ToolFailure::InvalidArgs(m) => format!("the tool refused the arguments: {m}"),
+            ToolFailure::NotFound(m) => format!("not found: {m}"),
+            ToolFailure::Failed(m) => m,
+        };
+        CallError::new(ErrorCode::ToolFailed, message)
+    })?;
+    let size = raw.value.len() + raw.text.as_ref().map_or(0, String::len);
+    if size > max_bytes {
+        return Err(CallError::new(
+            ErrorCode::OutputTooLarge,
+            format!(
+                "the tool returned {size} bytes, over the {max_bytes}-byte limit (`limits.max_output_kb`); \
+                 ask for less, e.g. a smaller range or a narrower search"
+            ),
+        ));
+    }
+    let value: Value = serde_json::from_str(&raw.value).map_err(|e| {
+        CallError::new(
+            ErrorCode::InvalidToolOutput,
+            format!("the tool's value is not valid JSON ({e}); this is a defect in the plugin"),
+        )
+    })?;
+    if let Some(schema) = &tool.output {
+        let violations = schema.violations(&value);
+        if !violations.is_empty() {
+            return Err(CallError::new(
+                ErrorCode::InvalidToolOutput,
+                format!(
+                    "the tool's value breaks its own output schema, a defect in the plugin: {}",
+                    describe("the value", &violations)
+                ),
+            ));
+        }
+    }
+    let content = raw.text.unwrap_or(raw.value);
+    Ok(CheckedOutput { value, content })
+}

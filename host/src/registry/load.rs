@@ -1,0 +1,140 @@
+//! Reading plugin files and turning each into checked [`Tool`]s.
+
+use super::{Plugin, Tool};
+use crate::error::{Error, PluginError};
+use crate::sandbox::Sandbox;
+use crate::schema::Schema;
+use crate::spec::{ToolSpec, check_declaration};
+use sha2::{Digest, Sha256};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Largest plugin file accepted. Compiling untrusted wasm is costly and not
+/// covered by wasmtime's security policy, so the input is bounded first.
+pub const MAX_PLUGIN_BYTES: u64 = 64 << 20;
+
+/// A plugin file that was skipped, and why.
+#[derive(Debug)]
+pub struct LoadFailure {
+    pub file: PathBuf,
+    pub error: PluginError,
+}
+
+impl fmt::Display for LoadFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "plugin `{}` was not loaded: {}",
+            self.file.display(),
+            self.error
+        )
+    }
+}
+
+/// `*.wasm` files in `dir`, sorted by name.
+pub(super) fn plugin_files(dir: &Path) -> Result<Vec<PathBuf>, Error> {
+    let entries = std::fs::read_dir(dir).map_err(|source| Error::PluginsDir {
+        path: dir.to_owned(),
+        source,
+    })?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|ext| ext == "wasm") && p.is_file())
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// Loads each file, compiling several at once: compilation dominates a cold
+/// start and is independent per file. Results keep the files' order.
+pub(super) fn load_all(
+    files: &[PathBuf],
+    sandbox: &Sandbox,
+) -> Vec<Result<(Arc<Plugin>, Vec<Tool>), LoadFailure>> {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(files.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut slots: Vec<Option<Result<(Arc<Plugin>, Vec<Tool>), LoadFailure>>> =
+        files.iter().map(|_| None).collect();
+    let done = std::sync::Mutex::new(&mut slots);
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(file) = files.get(i) else { break };
+                    let outcome = load_one(file, sandbox).map_err(|error| LoadFailure {
+                        file: file.clone(),
+                        error,
+                    });
+                    if let Ok(mut slots) = done.lock() {
+                        slots[i] = Some(outcome);
+                    }
+                }
+            });
+        }
+    });
+    slots.into_iter().flatten().collect()
+}
+
+pub(super) fn load_one(
+    file: &Path,
+    sandbox: &Sandbox,
+) -> Result<(Arc<Plugin>, Vec<Tool>), PluginError> {
+    let size = std::fs::metadata(file).map_err(PluginError::Read)?.len();
+    if size > MAX_PLUGIN_BYTES {
+        return Err(PluginError::TooLarge {
+            bytes: size,
+            max: MAX_PLUGIN_BYTES,
+        });
+    }
+    let bytes = std::fs::read(file).map_err(PluginError::Read)?;
+    let sha256 = hex::encode(Sha256::digest(&bytes));
+    let loaded = sandbox.load(&bytes, &sha256)?;
+    let specs = sandbox.describe(&loaded)?;
+    let plugin = Arc::new(Plugin {
+        file: file.to_owned(),
+        sha256,
+        loaded,
+    });
+    let mut tools = Vec::with_capacity(specs.len());
+    let mut seen = std::collections::HashSet::new();
+    for spec in specs {
+        if !seen.insert(spec.name.clone()) {
+            return Err(PluginError::Spec {
+                tool: spec.name,
+                problem: "declared twice in this plugin".into(),
+            });
+        }
+        tools.push(check_tool(spec, &plugin)?);
+    }
+    Ok((plugin, tools))
+}
+
+fn check_tool(spec: ToolSpec, plugin: &Arc<Plugin>) -> Result<Tool, PluginError> {
+    let problem = |problem: String| PluginError::Spec {
+        tool: spec.name.clone(),
+        problem,
+    };
+    check_declaration(&spec.name, &spec.description, spec.effects, spec.filesystem)
+        .map_err(problem)?;
+    let input = Schema::compile(&spec.input_schema).map_err(|e| problem(format!("input {e}")))?;
+    if !input.is_object_schema() {
+        return Err(problem(
+            "the input schema must declare `\"type\": \"object\"` at its root".into(),
+        ));
+    }
+    let output = match &spec.output_schema {
+        Some(doc) => Some(Schema::compile(doc).map_err(|e| problem(format!("output {e}")))?),
+        None => None,
+    };
+    Ok(Tool {
+        spec,
+        plugin: Arc::clone(plugin),
+        input,
+        output,
+    })
+}

@@ -1,0 +1,154 @@
+//! The tool registry: loads every `*.wasm` in the plugins directory, checks
+//! what each declares, and resolves a call's tool name to exactly one tool.
+//!
+//! Owns plugin identity (file, SHA-256) and the name -> tool map. A plugin
+//! that fails to load is reported and skipped; two plugins declaring the same
+//! name stop the host, since a name must never be ambiguous. It compiles and
+//! describes components through the sandbox and never runs a tool itself.
+
+mod load;
+
+pub use load::LoadFailure;
+
+use crate::call::{Arguments, CallRequest};
+use crate::error::{Error, PluginError};
+use crate::outcome::{CallError, ErrorCode};
+use crate::sandbox::{LoadedPlugin, Sandbox};
+use crate::schema::Schema;
+use crate::spec::ToolSpec;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// One loaded plugin file.
+#[derive(Debug)]
+pub struct Plugin {
+    pub file: PathBuf,
+    /// SHA-256 of the file, hex.
+    pub sha256: String,
+    pub(crate) loaded: LoadedPlugin,
+}
+
+/// One tool, ready to be called: its spec, compiled schemas and plugin.
+#[derive(Debug)]
+pub struct Tool {
+    pub spec: ToolSpec,
+    pub plugin: Arc<Plugin>,
+    pub(crate) input: Schema,
+    pub(crate) output: Option<Schema>,
+}
+
+/// Every tool the host serves, by name.
+#[derive(Debug, Default)]
+pub struct Registry {
+    tools: BTreeMap<String, Arc<Tool>>,
+    plugins: Vec<Arc<Plugin>>,
+    failures: Vec<LoadFailure>,
+}
+
+impl Registry {
+    /// Loads every `*.wasm` in `dir`, in name order.
+    pub fn load(dir: &Path, sandbox: &Sandbox) -> Result<Registry, Error> {
+        let files = load::plugin_files(dir)?;
+        let mut registry = Registry::default();
+        for outcome in load::load_all(&files, sandbox) {
+            match outcome {
+                Ok((plugin, tools)) => registry.add(plugin, tools)?,
+                Err(failure) => {
+                    tracing::warn!("{}", failure);
+                    registry.failures.push(failure);
+                }
+            }
+        }
+        Ok(registry)
+    }
+
+    /// Loads one plugin file on its own (for `inspect`).
+    pub fn load_file(
+        file: &Path,
+        sandbox: &Sandbox,
+    ) -> Result<(Arc<Plugin>, Vec<Tool>), PluginError> {
+        load::load_one(file, sandbox)
+    }
+
+    fn add(&mut self, plugin: Arc<Plugin>, tools: Vec<Tool>) -> Result<(), Error> {
+        for tool in tools {
+            if let Some(existing) = self.tools.get(&tool.spec.name) {
+                return Err(Error::DuplicateTool {
+                    tool: tool.spec.name.clone(),
+                    first: existing.plugin.file.clone(),
+                    second: plugin.file.clone(),
+                });
+            }
+            self.tools.insert(tool.spec.name.clone(), Arc::new(tool));
+        }
+        self.plugins.push(plugin);
+        Ok(())
+    }
+
+    /// Tools in name order.
+    pub fn tools(&self) -> impl Iterator<Item = &Arc<Tool>> {
+        self.tools.values()
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<Tool>> {
+        self.tools.get(name)
+    }
+
+    pub fn plugins(&self) -> &[Arc<Plugin>] {
+        &self.plugins
+    }
+
+    /// Plugins that were skipped, with the reason.
+    pub fn failures(&self) -> &[LoadFailure] {
+        &self.failures
+    }
+
+    /// Pipeline step: finds the tool a call names.
+    pub fn resolve(
+        &self,
+        request: &CallRequest,
+        args: Arguments,
+    ) -> Result<ResolvedCall, CallError> {
+        let tool = self.tools.get(&request.tool).ok_or_else(|| {
+            let known: Vec<&str> = self.tools.keys().map(String::as_str).collect();
+            CallError::new(
+                ErrorCode::UnknownTool,
+                format!(
+                    "no tool named `{}`; available tools: {}",
+                    request.tool,
+                    if known.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+            )
+        })?;
+        Ok(ResolvedCall {
+            tool: Arc::clone(tool),
+            args,
+        })
+    }
+}
+
+/// A call whose tool exists. Only [`Registry::resolve`] makes one.
+#[derive(Debug)]
+pub struct ResolvedCall {
+    tool: Arc<Tool>,
+    args: Arguments,
+}
+
+impl ResolvedCall {
+    pub fn tool(&self) -> &Arc<Tool> {
+        &self.tool
+    }
+
+    pub fn args(&self) -> &Arguments {
+        &self.args
+    }
+
+    pub(crate) fn into_parts(self) -> (Arc<Tool>, Arguments) {
+        (self.tool, self.args)
+    }
+}

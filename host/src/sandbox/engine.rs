@@ -1,0 +1,72 @@
+//! The one wasmtime [`Engine`] of a host, its configuration, and the ticker
+//! thread that drives epoch deadlines.
+
+use crate::config::Limits;
+use std::hash::{Hash, Hasher};
+use std::time::Duration;
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+/// How often the ticker advances the epoch. A running guest yields to the
+/// executor at every tick, so this bounds how late a timeout or cancellation
+/// can be noticed while the guest is computing (not blocked in a host call:
+/// those are interrupted by dropping the call's future).
+pub const EPOCH_TICK: Duration = Duration::from_millis(5);
+
+/// Wasm stack per call. Deep recursion traps with a stack overflow instead
+/// of exhausting the host's stack.
+pub const MAX_WASM_STACK: usize = 512 << 10;
+
+/// Component instances alive at once (calls in flight plus loads). Sizes the
+/// pooling allocator; a call beyond it fails with a host error, never waits.
+pub const MAX_CONCURRENT_INSTANCES: u32 = 256;
+/// A Rust wasip2 component holds a handful of core instances (main module,
+/// WASI adapter, shims); these bound what one component may use.
+const CORE_INSTANCES_PER_COMPONENT: u32 = 16;
+const MEMORIES_PER_COMPONENT: u32 = 4;
+const TABLES_PER_COMPONENT: u32 = 8;
+
+pub(super) fn engine(limits: &Limits) -> Result<Engine, wasmtime::Error> {
+    let mut pool = PoolingAllocationConfig::new();
+    pool.total_component_instances(MAX_CONCURRENT_INSTANCES)
+        .total_core_instances(MAX_CONCURRENT_INSTANCES * CORE_INSTANCES_PER_COMPONENT / 2)
+        .total_memories(MAX_CONCURRENT_INSTANCES * 2)
+        .total_tables(MAX_CONCURRENT_INSTANCES * TABLES_PER_COMPONENT / 2)
+        .max_core_instances_per_component(CORE_INSTANCES_PER_COMPONENT)
+        .max_memories_per_component(MEMORIES_PER_COMPONENT)
+        .max_tables_per_component(TABLES_PER_COMPONENT)
+        .max_memory_size(limits.memory_bytes as usize);
+    let mut config = Config::new();
+    config
+        .wasm_component_model(true)
+        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool))
+        .epoch_interruption(true)
+        .consume_fuel(true)
+        .max_wasm_stack(MAX_WASM_STACK);
+    Engine::new(&config)
+}
+
+/// Identifies the engine settings that compiled code depends on, so cached
+/// artefacts from another configuration or wasmtime version are never used.
+pub(super) fn engine_key(engine: &Engine) -> String {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    engine.precompile_compatibility_hash().hash(&mut hasher);
+    format!("{:016x}", hasher.finish())
+}
+
+/// Starts the thread that advances the epoch every [`EPOCH_TICK`]. It stops
+/// by itself once the engine is dropped.
+pub(super) fn start_ticker(engine: &Engine) {
+    let weak = engine.weak();
+    let spawned = std::thread::Builder::new()
+        .name("toolwarden-epoch".into())
+        .spawn(move || {
+            while let Some(engine) = weak.upgrade() {
+                engine.increment_epoch();
+                drop(engine);
+                std::thread::sleep(EPOCH_TICK);
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::error!("cannot start the epoch ticker, deadlines rely on timers alone: {e}");
+    }
+}

@@ -1,0 +1,70 @@
+//! What one `Store` holds for one call: its WASI context, resource table,
+//! memory limiter and the per-call state of the `host` interface.
+
+use crate::call::{CancelToken, ProgressSink};
+use wasmtime::ResourceLimiter;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+/// Open WASI handles (files, streams, directories) one call may hold. Far
+/// above what a tool needs; stops descriptor exhaustion.
+pub const MAX_HANDLES: usize = 1024;
+/// Wasm tables and their elements per call.
+const MAX_TABLE_ELEMENTS: usize = 1 << 20;
+
+/// Refuses growth past the limit and remembers that it did, so a guest that
+/// aborts on allocation failure is reported as MEMORY_LIMIT rather than as a
+/// crash.
+pub(super) struct Limiter {
+    pub memory_bytes: usize,
+    pub refused_memory: bool,
+}
+
+impl ResourceLimiter for Limiter {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _max: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.memory_bytes {
+            self.refused_memory = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _max: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= MAX_TABLE_ELEMENTS)
+    }
+}
+
+/// Per-call state of the `host` interface.
+pub(super) struct HostState {
+    pub tool: String,
+    pub call_id: String,
+    pub cancel: CancelToken,
+    pub progress: Option<ProgressSink>,
+    pub log_bytes_left: usize,
+}
+
+pub(super) struct CallState {
+    pub wasi: WasiCtx,
+    pub table: ResourceTable,
+    pub limiter: Limiter,
+    pub host: HostState,
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}

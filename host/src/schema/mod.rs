@@ -1,0 +1,139 @@
+//! Argument and output validation against a tool's schemas.
+//!
+//! Owns the enforced JSON Schema subset: [`Schema::compile`] runs once per
+//! tool when its plugin loads and refuses any keyword it would not enforce;
+//! [`validate`] is the pipeline step `ResolvedCall -> ValidatedCall`. It
+//! never decides whether a call is allowed, only whether it is well-formed.
+
+mod compile;
+mod validate;
+
+pub use compile::{ANNOTATION_KEYWORDS, FORMATS, VALIDATION_KEYWORDS};
+
+use crate::outcome::{CallError, ErrorCode};
+use crate::registry::ResolvedCall;
+use serde_json::Value;
+use std::fmt;
+
+/// At most this many violations are reported for one value; the rest are
+/// counted. Keeps an error message readable and bounded.
+pub const MAX_VIOLATIONS: usize = 20;
+
+/// A compiled schema of the enforced subset.
+#[derive(Debug)]
+pub struct Schema {
+    root: compile::Node,
+    defs: Vec<compile::Node>,
+}
+
+/// Why a schema was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchemaError {
+    /// JSON pointer into the schema document.
+    pub pointer: String,
+    pub keyword: String,
+    pub message: String,
+}
+
+impl fmt::Display for SchemaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let at = if self.pointer.is_empty() {
+            "/"
+        } else {
+            &self.pointer
+        };
+        write!(f, "schema at `{at}`: {}", self.message)
+    }
+}
+
+/// One way a value breaks a schema.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// JSON pointer into the value (`""` is the whole value).
+    pub pointer: String,
+    pub message: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let at = if self.pointer.is_empty() {
+            "/"
+        } else {
+            &self.pointer
+        };
+        write!(f, "`{at}` {}", self.message)
+    }
+}
+
+impl Schema {
+    pub fn compile(doc: &Value) -> Result<Schema, SchemaError> {
+        compile::compile(doc)
+    }
+
+    /// Whether the root declares `"type": "object"` (required of input schemas).
+    pub fn is_object_schema(&self) -> bool {
+        self.root.types == Some(compile::T_OBJECT)
+    }
+
+    /// Every violation (up to [`MAX_VIOLATIONS`]), or none.
+    pub fn violations(&self, value: &Value) -> Vec<Violation> {
+        let mut out = Vec::new();
+        let mut ptr = String::new();
+        validate::check(self, &self.root, value, &mut ptr, &mut out);
+        out
+    }
+}
+
+/// Joins violations of `what` (e.g. "the arguments") into one message a
+/// model can act on.
+pub fn describe(what: &str, violations: &[Violation]) -> String {
+    let shown: Vec<String> = violations
+        .iter()
+        .take(MAX_VIOLATIONS)
+        .map(|v| v.to_string())
+        .collect();
+    let more = violations.len().saturating_sub(MAX_VIOLATIONS);
+    let mut text = format!(
+        "{} problem{} with {what}: {}",
+        violations.len(),
+        if violations.len() == 1 { "" } else { "s" },
+        shown.join("; ")
+    );
+    if more > 0 {
+        text.push_str(&format!("; and {more} more"));
+    }
+    text
+}
+
+/// A call whose arguments match the tool's input schema. Only [`validate`]
+/// makes one.
+#[derive(Debug)]
+pub struct ValidatedCall {
+    resolved: ResolvedCall,
+}
+
+impl ValidatedCall {
+    pub fn resolved(&self) -> &ResolvedCall {
+        &self.resolved
+    }
+
+    pub(crate) fn into_resolved(self) -> ResolvedCall {
+        self.resolved
+    }
+}
+
+/// Pipeline step: checks the arguments against the tool's input schema.
+pub fn validate(call: ResolvedCall) -> Result<ValidatedCall, CallError> {
+    let violations = call.tool().input.violations(call.args().value());
+    if violations.is_empty() {
+        Ok(ValidatedCall { resolved: call })
+    } else {
+        Err(CallError::new(
+            ErrorCode::InvalidArgs,
+            describe("the arguments", &violations),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests;

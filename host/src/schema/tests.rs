@@ -1,0 +1,146 @@
+use super::*;
+use serde_json::json;
+
+fn schema(doc: Value) -> Schema {
+    Schema::compile(&doc).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn refused(doc: Value) -> SchemaError {
+    Schema::compile(&doc).expect_err("schema should be refused")
+}
+
+#[test]
+fn unsupported_keywords_are_refused_with_pointer() {
+    let e = refused(
+        json!({"type": "object", "properties": {"a": {"type": "string", "contentEncoding": "base64"}}}),
+    );
+    assert_eq!(e.keyword, "contentEncoding");
+    assert_eq!(e.pointer, "/properties/a/contentEncoding");
+    for kw in [
+        "if",
+        "then",
+        "not",
+        "allOf",
+        "patternProperties",
+        "dependentRequired",
+        "multipleOf",
+    ] {
+        let e = refused(json!({ kw: {} }));
+        assert_eq!(e.keyword, kw);
+    }
+}
+
+#[test]
+fn unknown_formats_are_refused_because_they_would_not_be_enforced() {
+    assert_eq!(
+        refused(json!({"type": "string", "format": "email"})).keyword,
+        "format"
+    );
+    schema(json!({"type": "string", "format": "path"}));
+}
+
+#[test]
+fn bad_regex_and_refs_are_refused() {
+    assert_eq!(refused(json!({"pattern": "("})).keyword, "pattern");
+    assert_eq!(refused(json!({"$ref": "http://x/y"})).keyword, "$ref");
+    assert_eq!(refused(json!({"$ref": "#/$defs/missing"})).keyword, "$ref");
+    let e = refused(
+        json!({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"anyOf": [{"$ref": "#/$defs/a"}]}}}),
+    );
+    assert!(e.message.contains("cycle"), "{e}");
+}
+
+#[test]
+fn recursive_refs_through_properties_are_fine() {
+    let s = schema(json!({
+        "$defs": {"node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/node"}, "v": {"type": "integer"}}}},
+        "$ref": "#/$defs/node"
+    }));
+    assert!(
+        s.violations(&json!({"next": {"next": {"v": 1}}}))
+            .is_empty()
+    );
+    let v = s.violations(&json!({"next": {"next": {"v": "x"}}}));
+    assert_eq!(v[0].pointer, "/next/next/v");
+}
+
+#[test]
+fn every_violation_is_reported_with_its_pointer() {
+    let s = schema(json!({
+        "type": "object",
+        "properties": {
+            "op": {"enum": ["add", "sub"]},
+            "n": {"type": "integer", "minimum": 0, "maximum": 10},
+            "name": {"type": "string", "minLength": 2, "maxLength": 3, "pattern": "^[a-z]+$"},
+            "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 2, "uniqueItems": true}
+        },
+        "required": ["op", "n"],
+        "additionalProperties": false
+    }));
+    assert!(
+        s.violations(&json!({"op": "add", "n": 3, "name": "ab", "tags": ["x"]}))
+            .is_empty()
+    );
+    let v = s.violations(
+        &json!({"op": "mul", "n": 11, "name": "ABCD", "tags": ["a", "a", 3], "extra": 1}),
+    );
+    let pointers: Vec<_> = v.iter().map(|v| v.pointer.as_str()).collect();
+    assert_eq!(
+        pointers,
+        [
+            "", "/n", "/name", "/name", "/op", "/tags", "/tags", "/tags/2"
+        ],
+        "{v:?}"
+    );
+    assert!(
+        v[0].message.contains("unexpected property `extra`"),
+        "{}",
+        v[0].message
+    );
+    let missing = s.violations(&json!({}));
+    assert_eq!(missing.len(), 2);
+    assert!(missing[0].message.contains("`op`"));
+}
+
+#[test]
+fn integer_accepts_whole_floats_but_not_fractions() {
+    let s = schema(json!({"type": "integer"}));
+    assert!(s.violations(&json!(3)).is_empty());
+    assert!(s.violations(&json!(3.0)).is_empty());
+    assert_eq!(
+        s.violations(&json!(3.5))[0].message,
+        "must be integer, got number"
+    );
+}
+
+#[test]
+fn string_length_counts_characters_not_bytes() {
+    let s = schema(json!({"type": "string", "maxLength": 2}));
+    assert!(s.violations(&json!("日本")).is_empty());
+    assert!(!s.violations(&json!("日本語")).is_empty());
+}
+
+#[test]
+fn one_of_needs_exactly_one_match() {
+    let s = schema(json!({"oneOf": [{"type": "integer"}, {"type": "number"}]}));
+    assert!(s.violations(&json!(1.5)).is_empty());
+    assert!(
+        s.violations(&json!(1))
+            .first()
+            .unwrap()
+            .message
+            .contains("matched 2")
+    );
+    let any = schema(json!({"anyOf": [{"type": "string"}, {"type": "null"}]}));
+    assert!(any.violations(&json!(null)).is_empty());
+    assert!(!any.violations(&json!(1)).is_empty());
+}
+
+#[test]
+fn violations_are_bounded() {
+    let s = schema(json!({"type": "array", "items": {"type": "string"}}));
+    let many: Vec<i32> = (0..1000).collect();
+    let v = s.violations(&json!(many));
+    assert!(v.len() <= MAX_VIOLATIONS + 1);
+    assert!(describe("x", &v).contains("more"));
+}

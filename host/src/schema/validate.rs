@@ -1,0 +1,294 @@
+//! Checks a JSON value against a compiled [`Schema`], collecting every
+//! violation with its JSON pointer.
+
+use super::compile::{
+    Additional, Node, T_ARRAY, T_BOOLEAN, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING,
+};
+use super::{MAX_VIOLATIONS, Schema, Violation};
+use serde_json::Value;
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Object(_) => "object",
+        Value::Array(_) => "array",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+    }
+}
+
+fn is_integer(v: &Value) -> bool {
+    match v {
+        Value::Number(n) => {
+            n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
+        }
+        _ => false,
+    }
+}
+
+fn type_matches(bits: u8, v: &Value) -> bool {
+    match v {
+        Value::Null => bits & T_NULL != 0,
+        Value::Bool(_) => bits & T_BOOLEAN != 0,
+        Value::Object(_) => bits & T_OBJECT != 0,
+        Value::Array(_) => bits & T_ARRAY != 0,
+        Value::Number(_) => bits & T_NUMBER != 0 || (bits & T_INTEGER != 0 && is_integer(v)),
+        Value::String(_) => bits & T_STRING != 0,
+    }
+}
+
+fn expected(bits: u8) -> String {
+    let names = [
+        (T_NULL, "null"),
+        (T_BOOLEAN, "boolean"),
+        (T_OBJECT, "object"),
+        (T_ARRAY, "array"),
+        (T_NUMBER, "number"),
+        (T_INTEGER, "integer"),
+        (T_STRING, "string"),
+    ];
+    let listed: Vec<_> = names
+        .iter()
+        .filter(|(b, _)| bits & b != 0)
+        .map(|(_, n)| *n)
+        .collect();
+    listed.join(" or ")
+}
+
+fn short(v: &Value) -> String {
+    let text = v.to_string();
+    match text.char_indices().nth(40) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
+}
+
+fn push_token(ptr: &mut String, token: &str) -> usize {
+    let len = ptr.len();
+    ptr.push('/');
+    ptr.push_str(&token.replace('~', "~0").replace('/', "~1"));
+    len
+}
+
+fn violate(out: &mut Vec<Violation>, ptr: &str, message: String) {
+    if out.len() <= MAX_VIOLATIONS {
+        out.push(Violation {
+            pointer: ptr.to_owned(),
+            message,
+        });
+    }
+}
+
+pub(super) fn check(
+    schema: &Schema,
+    node: &Node,
+    v: &Value,
+    ptr: &mut String,
+    out: &mut Vec<Violation>,
+) {
+    if let Some(index) = node.reference {
+        check(schema, &schema.defs[index], v, ptr, out);
+    }
+    if let Some(bits) = node.types
+        && !type_matches(bits, v)
+    {
+        violate(
+            out,
+            ptr,
+            format!("must be {}, got {}", expected(bits), type_name(v)),
+        );
+        return;
+    }
+    if let Some(options) = &node.enumeration
+        && !options.contains(v)
+    {
+        let listed: Vec<_> = options.iter().map(short).collect();
+        violate(
+            out,
+            ptr,
+            format!("must be one of {}, got {}", listed.join(", "), short(v)),
+        );
+    }
+    if let Some(c) = &node.constant
+        && c != v
+    {
+        violate(out, ptr, format!("must be {}, got {}", short(c), short(v)));
+    }
+    match v {
+        Value::Number(n) => {
+            let x = n.as_f64().unwrap_or(f64::NAN);
+            if let Some(min) = node.minimum
+                && x < min
+            {
+                violate(out, ptr, format!("must be at least {min}, got {n}"));
+            }
+            if let Some(max) = node.maximum
+                && x > max
+            {
+                violate(out, ptr, format!("must be at most {max}, got {n}"));
+            }
+            if let Some(min) = node.exclusive_minimum
+                && x <= min
+            {
+                violate(out, ptr, format!("must be greater than {min}, got {n}"));
+            }
+            if let Some(max) = node.exclusive_maximum
+                && x >= max
+            {
+                violate(out, ptr, format!("must be less than {max}, got {n}"));
+            }
+        }
+        Value::String(s) => {
+            let needs_len = node.min_length.is_some() || node.max_length.is_some();
+            let len = if needs_len {
+                s.chars().count() as u64
+            } else {
+                0
+            };
+            if let Some(min) = node.min_length
+                && len < min
+            {
+                violate(
+                    out,
+                    ptr,
+                    format!("must be at least {min} characters long, got {len}"),
+                );
+            }
+            if let Some(max) = node.max_length
+                && len > max
+            {
+                violate(
+                    out,
+                    ptr,
+                    format!("must be at most {max} characters long, got {len}"),
+                );
+            }
+            if let Some(re) = &node.pattern
+                && !re.is_match(s)
+            {
+                violate(
+                    out,
+                    ptr,
+                    format!("must match the pattern `{}`", re.as_str()),
+                );
+            }
+        }
+        Value::Array(items) => {
+            if let Some(min) = node.min_items
+                && (items.len() as u64) < min
+            {
+                violate(
+                    out,
+                    ptr,
+                    format!("must have at least {min} items, got {}", items.len()),
+                );
+            }
+            if let Some(max) = node.max_items
+                && (items.len() as u64) > max
+            {
+                violate(
+                    out,
+                    ptr,
+                    format!("must have at most {max} items, got {}", items.len()),
+                );
+            }
+            if node.unique_items {
+                for (i, item) in items.iter().enumerate() {
+                    if items[..i].contains(item) {
+                        violate(
+                            out,
+                            ptr,
+                            format!("must not repeat items; item {i} repeats an earlier one"),
+                        );
+                        break;
+                    }
+                }
+            }
+            if let Some(item_schema) = &node.items {
+                for (i, item) in items.iter().enumerate() {
+                    let len = push_token(ptr, &i.to_string());
+                    check(schema, item_schema, item, ptr, out);
+                    ptr.truncate(len);
+                }
+            }
+        }
+        Value::Object(map) => {
+            for name in &node.required {
+                if !map.contains_key(name) {
+                    violate(
+                        out,
+                        ptr,
+                        format!("is missing the required property `{name}`"),
+                    );
+                }
+            }
+            for (key, value) in map {
+                let len = push_token(ptr, key);
+                match (node.properties.get(key), &node.additional) {
+                    (Some(sub), _) => check(schema, sub, value, ptr, out),
+                    (None, Additional::Allowed) => {}
+                    (None, Additional::Schema(sub)) => check(schema, sub, value, ptr, out),
+                    (None, Additional::Denied) => {
+                        ptr.truncate(len);
+                        let allowed: Vec<_> =
+                            node.properties.keys().map(|k| format!("`{k}`")).collect();
+                        violate(
+                            out,
+                            ptr,
+                            format!(
+                                "has an unexpected property `{key}`; allowed: {}",
+                                if allowed.is_empty() {
+                                    "none".to_owned()
+                                } else {
+                                    allowed.join(", ")
+                                }
+                            ),
+                        );
+                    }
+                }
+                ptr.truncate(len);
+            }
+        }
+        Value::Null | Value::Bool(_) => {}
+    }
+    if !node.any_of.is_empty() {
+        let matched = node.any_of.iter().any(|sub| {
+            let mut scratch = Vec::new();
+            check(schema, sub, v, &mut ptr.clone(), &mut scratch);
+            scratch.is_empty()
+        });
+        if !matched {
+            violate(
+                out,
+                ptr,
+                format!(
+                    "must match at least one of {} alternatives (anyOf)",
+                    node.any_of.len()
+                ),
+            );
+        }
+    }
+    if !node.one_of.is_empty() {
+        let matched = node
+            .one_of
+            .iter()
+            .filter(|sub| {
+                let mut scratch = Vec::new();
+                check(schema, sub, v, &mut ptr.clone(), &mut scratch);
+                scratch.is_empty()
+            })
+            .count();
+        if matched != 1 {
+            violate(
+                out,
+                ptr,
+                format!(
+                    "must match exactly one of {} alternatives (oneOf), matched {matched}",
+                    node.one_of.len()
+                ),
+            );
+        }
+    }
+}
