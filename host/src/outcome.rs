@@ -132,6 +132,8 @@ pub struct CallResult {
     pub error: Option<CallError>,
     pub approval_id: Option<String>,
     pub duration_us: u64,
+    /// Fuel the guest consumed; `None` if nothing ran, or the call was
+    /// stopped (timeout, cancellation) and the count is not reliable.
     pub fuel_used: Option<u64>,
 }
 

@@ -38,7 +38,7 @@ fn no_rules_means_deny_with_a_reason_naming_the_fix() {
 
 #[test]
 fn most_restrictive_match_wins_in_any_order() {
-    let rules = vec![
+    let rules = [
         rule(&["*"], Verdict::Allow),
         rule(&["write_*"], Verdict::Ask),
         rule(&["write_secret"], Verdict::Deny),

@@ -14,6 +14,9 @@ use std::sync::Arc;
 /// covered by wasmtime's security policy, so the input is bounded first.
 pub const MAX_PLUGIN_BYTES: u64 = 64 << 20;
 
+/// A plugin and the tools it declares, checked.
+pub(super) type Loaded = (Arc<Plugin>, Vec<Tool>);
+
 /// A plugin file that was skipped, and why.
 #[derive(Debug)]
 pub struct LoadFailure {
@@ -49,16 +52,12 @@ pub(super) fn plugin_files(dir: &Path) -> Result<Vec<PathBuf>, Error> {
 
 /// Loads each file, compiling several at once: compilation dominates a cold
 /// start and is independent per file. Results keep the files' order.
-pub(super) fn load_all(
-    files: &[PathBuf],
-    sandbox: &Sandbox,
-) -> Vec<Result<(Arc<Plugin>, Vec<Tool>), LoadFailure>> {
+pub(super) fn load_all(files: &[PathBuf], sandbox: &Sandbox) -> Vec<Result<Loaded, LoadFailure>> {
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(files.len().max(1));
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut slots: Vec<Option<Result<(Arc<Plugin>, Vec<Tool>), LoadFailure>>> =
-        files.iter().map(|_| None).collect();
+    let mut slots: Vec<Option<Result<Loaded, LoadFailure>>> = files.iter().map(|_| None).collect();
     let done = std::sync::Mutex::new(&mut slots);
     std::thread::scope(|scope| {
         for _ in 0..workers {

@@ -13,7 +13,7 @@ pub use load::LoadFailure;
 use crate::call::{Arguments, CallRequest};
 use crate::error::{Error, PluginError};
 use crate::outcome::{CallError, ErrorCode};
-use crate::sandbox::{LoadedPlugin, Sandbox};
+use crate::sandbox::{LoadedPlugin, Origin, Sandbox};
 use crate::schema::Schema;
 use crate::spec::ToolSpec;
 use std::collections::BTreeMap;
@@ -27,6 +27,13 @@ pub struct Plugin {
     /// SHA-256 of the file, hex.
     pub sha256: String,
     pub(crate) loaded: LoadedPlugin,
+}
+
+impl Plugin {
+    /// Whether its code was compiled now or loaded from the cache.
+    pub fn origin(&self) -> Origin {
+        self.loaded.origin()
+    }
 }
 
 /// One tool, ready to be called: its spec, compiled schemas and plugin.

@@ -281,7 +281,12 @@ pub(super) async fn invoke(
             .map_err(|e| (Phase::Call, e))
     };
     let outcome = race(guest, timeout, &cx.cancel).await;
-    let fuel_used = store.get_fuel().ok().map(|left| fuel.saturating_sub(left));
+    // A guest stopped mid-run leaves its fuel counter on the dropped fiber, so
+    // the store's count is only meaningful when the call came back by itself.
+    let fuel_used = match &outcome {
+        Ok(_) => store.get_fuel().ok().map(|left| fuel.saturating_sub(left)),
+        Err(_) => None,
+    };
     log_stdio(&pipes, &tool.spec.name, cx.call_id.as_str());
     let result = classify(outcome, &store, &pipes, timeout).map(|returned| match returned {
         Ok(ToolOutput { value, text }) => Ok(RawOutput { value, text }),

@@ -1,0 +1,193 @@
+//! The `toolwarden` binary: output shapes and exit codes.
+
+use crate::harness::{TestHost, run_cli};
+use serde_json::Value;
+use toolwarden::SandboxMode;
+use toolwarden_tests::{BROKEN_TOOLS, CALC, FS, HOSTILE};
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+#[test]
+fn list_json_spells_enums_as_the_wit_does() {
+    let t = TestHost::new(&[CALC, FS]);
+    let (code, stdout, stderr) = run_cli(t.cli().args(["list", "--json"]));
+    assert_eq!(code, 0, "{stderr}");
+    let list = json(&stdout);
+    let rows = list.as_array().unwrap();
+    assert_eq!(rows.len(), 5);
+    let calc = &rows[0];
+    assert_eq!(calc["name"], "calc");
+    assert_eq!(calc["plugin"], "calc.wasm");
+    assert_eq!(calc["risk"], "safe");
+    assert_eq!(calc["filesystem"], "none");
+    assert_eq!(
+        calc["effects"],
+        serde_json::json!(["read-only", "idempotent"])
+    );
+    assert_eq!(calc["decision"], "allow");
+    let write = rows.iter().find(|r| r["name"] == "write_file").unwrap();
+    assert_eq!(write["filesystem"], "workspace-write");
+    assert_eq!(
+        write["effects"],
+        serde_json::json!(["mutates-workspace", "idempotent"])
+    );
+}
+
+#[test]
+fn list_names_a_broken_plugin_on_stderr_and_still_succeeds() {
+    let t = TestHost::new(&[CALC, BROKEN_TOOLS]);
+    let (code, stdout, stderr) = run_cli(t.cli().arg("list"));
+    assert_eq!(code, 0);
+    assert!(stderr.contains("broken_tools.wasm"), "{stderr}");
+    assert!(
+        stdout.contains("calc") && stdout.contains("POLICY"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn inspect_shows_specs_hash_and_imports() {
+    let t = TestHost::new(&[]);
+    let (code, stdout, stderr) =
+        run_cli(
+            t.cli()
+                .args(["inspect", crate::harness::wasm(FS), "--json"]),
+        );
+    assert_eq!(code, 0, "{stderr}");
+    let doc = json(&stdout);
+    assert_eq!(doc["sha256"].as_str().unwrap().len(), 64);
+    let imports: Vec<&str> = doc["imports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i.as_str().unwrap())
+        .collect();
+    assert!(
+        imports.iter().any(|i| i.starts_with("wasi:filesystem/")),
+        "{imports:?}"
+    );
+    let tools: Vec<&str> = doc["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tools,
+        ["read_file", "list_dir", "search_text", "write_file"]
+    );
+    let (code, _, stderr) = run_cli(t.cli().args(["inspect", "/nonexistent.wasm"]));
+    assert_eq!(code, 2);
+    assert!(stderr.contains("/nonexistent.wasm"), "{stderr}");
+}
+
+#[test]
+fn call_json_has_every_field_and_exit_codes_follow_the_status() {
+    let t = TestHost::new(&[CALC, HOSTILE]).config(
+        "[[rule]]\ntools = [\"calc\", \"hostile_panic\"]\ndecision = \"allow\"\nreason = \"ok\"\n\n\
+         [[rule]]\ntools = [\"hostile_sleep\"]\ndecision = \"ask\"\nreason = \"slow\"\n",
+    );
+    let (code, stdout, _) =
+        run_cli(
+            t.cli()
+                .args(["call", "calc", r#"{"op":"add","a":2,"b":3}"#, "--json"]),
+        );
+    assert_eq!(code, 0);
+    let r = json(&stdout);
+    for key in [
+        "call_id",
+        "tool",
+        "status",
+        "value",
+        "content",
+        "error",
+        "approval_id",
+        "duration_us",
+        "fuel_used",
+    ] {
+        assert!(r.get(key).is_some(), "missing `{key}` in {r}");
+    }
+    assert_eq!(r["status"], "ok");
+    assert_eq!(r["value"]["result"], 5);
+    assert!(r["fuel_used"].as_u64().unwrap() > 0);
+
+    let (code, stdout, _) = run_cli(t.cli().args(["call", "hostile_panic", "--json"]));
+    assert_eq!(code, 1);
+    let r = json(&stdout);
+    assert_eq!(r["status"], "error");
+    assert_eq!(r["error"]["code"], "TOOL_CRASHED");
+
+    let (code, stdout, _) = run_cli(t.cli().args(["call", "hostile_spin", "--json"]));
+    assert_eq!(code, 1);
+    assert_eq!(json(&stdout)["status"], "denied");
+
+    let (code, stdout, _) =
+        run_cli(
+            t.cli()
+                .args(["call", "hostile_sleep", r#"{"ms":1}"#, "--json"]),
+        );
+    assert_eq!(code, 3);
+    assert_eq!(json(&stdout)["status"], "pending_approval");
+
+    let (code, _, stderr) = run_cli(t.cli().args(["call", "calc", "--sandbox", "everything"]));
+    assert_eq!(code, 2, "{stderr}");
+}
+
+#[test]
+fn call_reads_arguments_from_stdin_and_prints_short_human_output() {
+    use std::io::Write;
+    let t = TestHost::new(&[CALC]);
+    let mut child = t
+        .cli()
+        .args(["call", "calc", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"op":"sub","a":10,"b":4}"#)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "6");
+    let (code, stdout, _) = run_cli(t.cli().args(["call", "calc", r#"{"op":"add"}"#]));
+    assert_eq!(code, 1);
+    assert!(stdout.starts_with("error [INVALID_ARGS]"), "{stdout}");
+}
+
+#[test]
+fn a_bad_config_file_exits_2_with_file_line_and_hint() {
+    let t = TestHost::new(&[CALC]).config("[limits]\ntimeout_ms = 100\nfuel_typo = 3\n");
+    let (code, _, stderr) = run_cli(t.cli().arg("list"));
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("toolwarden.toml` line 3")
+            && stderr.contains("fuel_typo")
+            && stderr.contains("hint:"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn sandbox_mode_comes_from_the_flag() {
+    let t = TestHost::new(&[FS]).sandbox(SandboxMode::WorkspaceWrite);
+    let (code, _, stderr) =
+        run_cli(
+            t.cli()
+                .args(["call", "write_file", r#"{"path":"w.txt","content":"w"}"#]),
+        );
+    assert_eq!(code, 0, "{stderr}");
+    let (code, stdout, _) = run_cli(t.cli().args([
+        "call",
+        "write_file",
+        r#"{"path":"w2.txt","content":"w"}"#,
+        "--sandbox",
+        "read-only",
+    ]));
+    assert_eq!(code, 1, "{stdout}");
+    assert!(!t.workspace.join("w2.txt").exists());
+}

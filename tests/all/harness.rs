@@ -1,0 +1,176 @@
+//! A `TestHost`: a fresh temp dir with a workspace, a plugins dir and a state
+//! dir, a config, and helpers to run calls through the library or the CLI.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use toolwarden::{
+    CallRequest, CallResult, Config, ConfigBuilder, Controller, ErrorCode, SandboxMode, Status,
+};
+
+/// Allows every tool: for tests that exercise something other than policy.
+pub const ALLOW_ALL: &str =
+    "[[rule]]\ntools = [\"*\"]\ndecision = \"allow\"\nreason = \"tests allow everything\"\n";
+
+pub fn wasm(path: &str) -> &str {
+    if let Some(error) = toolwarden_tests::BUILD_ERROR {
+        panic!(
+            "the test plugins were not built for wasm32-wasip2.\nhint: run `rustup target add wasm32-wasip2`\n{error}"
+        );
+    }
+    path
+}
+
+pub struct TestHost {
+    pub root: tempfile::TempDir,
+    pub workspace: PathBuf,
+    pub plugins: PathBuf,
+    pub state: PathBuf,
+    config: String,
+    sandbox: SandboxMode,
+}
+
+impl TestHost {
+    /// A host with the given plugin files and an allow-everything policy.
+    pub fn new(plugins: &[&str]) -> TestHost {
+        let root = tempfile::tempdir().expect("temp dir");
+        let workspace = root.path().join("workspace");
+        let plugins_dir = root.path().join("plugins");
+        let state = root.path().join("state");
+        for dir in [&workspace, &plugins_dir, &state] {
+            std::fs::create_dir_all(dir).expect("create test dir");
+        }
+        let host = TestHost {
+            workspace,
+            plugins: plugins_dir,
+            state,
+            root,
+            config: ALLOW_ALL.to_owned(),
+            sandbox: SandboxMode::ReadOnly,
+        };
+        for plugin in plugins {
+            host.add_plugin(plugin);
+        }
+        host
+    }
+
+    pub fn add_plugin(&self, path: &str) {
+        let path = Path::new(wasm(path));
+        let name = path.file_name().expect("plugin file name");
+        std::fs::copy(path, self.plugins.join(name)).expect("copy plugin");
+    }
+
+    /// Replaces the config file text (policy and limits).
+    pub fn config(mut self, toml: &str) -> TestHost {
+        self.config = toml.to_owned();
+        self
+    }
+
+    pub fn sandbox(mut self, mode: SandboxMode) -> TestHost {
+        self.sandbox = mode;
+        self
+    }
+
+    pub fn build_config(&self) -> Result<Config, toolwarden::Error> {
+        ConfigBuilder::new(&self.workspace)
+            .plugins_dir(&self.plugins)
+            .state_dir(&self.state)
+            .config_text(&self.config)
+            .sandbox(self.sandbox)
+            .build()
+    }
+
+    pub fn start(&self) -> Result<Controller, toolwarden::Error> {
+        Controller::new(self.build_config()?)
+    }
+
+    pub fn controller(&self) -> Controller {
+        self.start()
+            .unwrap_or_else(|e| panic!("host did not start: {e}\nhint: {}", e.hint()))
+    }
+
+    /// Writes a file into the workspace.
+    pub fn file(&self, rel: &str, content: &str) -> PathBuf {
+        let path = self.workspace.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::fs::write(&path, content).expect("write workspace file");
+        path
+    }
+
+    /// The `toolwarden` binary with this host's directories in its environment.
+    pub fn cli(&self) -> Command {
+        let config = self.workspace.join("toolwarden.toml");
+        std::fs::write(&config, &self.config).expect("write config");
+        let mut cmd = Command::new(binary());
+        cmd.env("TOOLWARDEN_PLUGINS", &self.plugins)
+            .env("TOOLWARDEN_WORKSPACE", &self.workspace)
+            .env("TOOLWARDEN_STATE", &self.state)
+            .env("TOOLWARDEN_SANDBOX", self.sandbox.as_str())
+            .env_remove("TOOLWARDEN_CONFIG")
+            .env_remove("TOOLWARDEN_LOG");
+        cmd
+    }
+}
+
+/// The `toolwarden` binary of this build (`target/<profile>/toolwarden`).
+pub fn binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps");
+    let bin = dir.join("toolwarden");
+    assert!(
+        bin.exists(),
+        "`{}` is missing.\nhint: build it first with `cargo build --release -p toolwarden` (`make test` does)",
+        bin.display()
+    );
+    bin
+}
+
+pub fn run_cli(cmd: &mut Command) -> (i32, String, String) {
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = cmd.output().expect("run toolwarden");
+    (
+        status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&stdout).into_owned(),
+        String::from_utf8_lossy(&stderr).into_owned(),
+    )
+}
+
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+/// Runs one call to the end.
+pub fn call(host: &Controller, tool: &str, args: &str) -> CallResult {
+    runtime().block_on(host.handle(CallRequest::new(tool, args)))
+}
+
+/// Asserts the call ended with `code`, and that the host still serves an
+/// ordinary call afterwards.
+pub fn assert_code(host: &Controller, result: &CallResult, code: ErrorCode) {
+    assert_eq!(result.code(), Some(code), "unexpected result: {result:#?}");
+    assert!(
+        result.value.is_none() && result.content.is_none(),
+        "a failed call carries no value: {result:#?}"
+    );
+    assert_still_serves(host);
+}
+
+/// An ordinary call must succeed: hostile calls leave no trace.
+pub fn assert_still_serves(host: &Controller) {
+    if host.registry().get("calc").is_none() {
+        return;
+    }
+    let ok = call(host, "calc", r#"{"op":"mul","a":6,"b":7}"#);
+    assert_eq!(ok.status, Status::Ok, "the host stopped serving: {ok:#?}");
+    assert_eq!(ok.value, Some(serde_json::json!({"result": 42})));
+}

@@ -1,0 +1,25 @@
+//! toolwarden's integration tests: real components built from this
+//! repository's plugins and hostile fixtures, a real workspace on disk, and
+//! the real `toolwarden` binary for the CLI.
+
+mod harness;
+
+mod cli;
+mod limits;
+mod pipeline;
+mod registry;
+mod sandbox;
+
+/// Every example plugin must be exercised by a test named after it in
+/// [`plugins`]: adding a plugin without one fails to compile.
+mod plugins {
+    macro_rules! assert_test_exists {
+        ($name:ident) => {
+            #[allow(unused_imports)]
+            use super::plugin_tests::$name as _;
+        };
+    }
+    toolwarden_tests::for_each_plugin!(assert_test_exists);
+}
+
+mod plugin_tests;

@@ -1,0 +1,139 @@
+//! Loading plugins: bad files are reported and skipped, duplicate names stop
+//! the host, and compiled code is cached across starts.
+
+use crate::harness::{TestHost, assert_still_serves, run_cli};
+use toolwarden::{Origin, PluginError};
+use toolwarden_tests::{BROKEN_TOOLS, CALC, FS, HOSTILE, SHADOW};
+
+#[test]
+fn corrupt_and_broken_plugins_are_reported_and_the_good_ones_load() {
+    let t = TestHost::new(&[CALC, FS, BROKEN_TOOLS]);
+    let calc = std::fs::read(crate::harness::wasm(CALC)).unwrap();
+    std::fs::write(t.plugins.join("truncated.wasm"), &calc[..calc.len() / 2]).unwrap();
+    std::fs::write(
+        t.plugins.join("random.wasm"),
+        (0..4096u32)
+            .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    std::fs::write(t.plugins.join("empty.wasm"), b"").unwrap();
+    // A core module, not a component.
+    std::fs::write(t.plugins.join("core.wasm"), b"\0asm\x01\0\0\0").unwrap();
+    std::fs::write(t.plugins.join("notes.txt"), b"not a plugin, ignored").unwrap();
+    let host = t.controller();
+    let failures: Vec<(String, String)> = host
+        .registry()
+        .failures()
+        .iter()
+        .map(|f| {
+            (
+                f.file.file_name().unwrap().to_string_lossy().into_owned(),
+                f.to_string(),
+            )
+        })
+        .collect();
+    let names: Vec<&str> = failures.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "broken_tools.wasm",
+            "core.wasm",
+            "empty.wasm",
+            "random.wasm",
+            "truncated.wasm"
+        ],
+        "{failures:#?}"
+    );
+    for (name, message) in &failures {
+        assert!(
+            message.contains(name),
+            "the error names the file: {message}"
+        );
+    }
+    assert!(
+        failures[0].1.contains("`tools()` failed"),
+        "{}",
+        failures[0].1
+    );
+    assert!(matches!(
+        host.registry().failures()[1].error,
+        PluginError::NotAComponent(_)
+    ));
+    assert_eq!(
+        host.registry().tools().count(),
+        5,
+        "calc and the four fs tools load"
+    );
+    assert_still_serves(&host);
+}
+
+#[test]
+fn duplicate_tool_names_refuse_to_start() {
+    let t = TestHost::new(&[FS, SHADOW]);
+    let err = t.start().expect_err("two plugins declare read_file");
+    assert_eq!(err.code(), "DUPLICATE_TOOL");
+    let message = err.to_string();
+    assert!(
+        message.contains("fs.wasm")
+            && message.contains("shadow.wasm")
+            && message.contains("read_file"),
+        "{message}"
+    );
+    let (code, _, stderr) = run_cli(t.cli().arg("list"));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("shadow.wasm") && stderr.contains("hint:"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_second_start_loads_from_the_cache_instead_of_recompiling() {
+    let t = TestHost::new(&[CALC, HOSTILE]);
+    let origins = |host: &toolwarden::Controller| {
+        host.registry()
+            .plugins()
+            .iter()
+            .map(|p| p.origin())
+            .collect::<Vec<_>>()
+    };
+    let first = t.controller();
+    assert_eq!(origins(&first), [Origin::Compiled, Origin::Compiled]);
+    drop(first);
+    let second = t.controller();
+    assert_eq!(origins(&second), [Origin::Cache, Origin::Cache]);
+    assert_still_serves(&second);
+}
+
+#[test]
+fn a_corrupted_cache_entry_is_recompiled_never_run() {
+    let t = TestHost::new(&[CALC]);
+    drop(t.controller());
+    let entries: Vec<_> = std::fs::read_dir(t.state.join("cache"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let mut bytes = std::fs::read(&entries[0]).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&entries[0], &bytes).unwrap();
+    let host = t.controller();
+    assert_eq!(host.registry().plugins()[0].origin(), Origin::Compiled);
+    assert_still_serves(&host);
+    // Truncated to nothing: same.
+    std::fs::write(&entries[0], b"").unwrap();
+    let host = t.controller();
+    assert_eq!(host.registry().plugins()[0].origin(), Origin::Compiled);
+    assert_still_serves(&host);
+}
+
+#[test]
+fn a_missing_plugins_dir_is_a_clear_error() {
+    let t = TestHost::new(&[]);
+    std::fs::remove_dir(&t.plugins).unwrap();
+    let err = t.start().expect_err("no plugins dir");
+    assert_eq!(err.code(), "PLUGINS_DIR");
+    assert!(err.hint().contains("--plugins"));
+}
