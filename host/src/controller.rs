@@ -12,7 +12,7 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::outcome::{CallError, CallResult, Status};
 use crate::output::{self, CheckedOutput};
-use crate::policy::Decision;
+use crate::policy::{Decision, Explanation};
 use crate::registry::{Plugin, Registry, Tool};
 use crate::sandbox::{RunContext, Sandbox};
 use crate::schema;
@@ -68,9 +68,24 @@ impl Controller {
         &self.registry
     }
 
-    /// What the policy decides for calls to `tool`.
+    /// What the policy decides for calls to `tool`, before arguments are
+    /// known (`depends_on_args` says whether they could change it).
     pub fn decision(&self, tool: &Tool) -> Decision {
-        self.config.policy.evaluate(&tool.spec)
+        self.config
+            .policy
+            .evaluate(&tool.spec, &tool.plugin.file_name(), None)
+    }
+
+    /// What every policy rule makes of a call, without running anything.
+    pub fn explain(&self, tool: &str, args: &str) -> Result<Explanation, CallError> {
+        let args = Arguments::materialize(args)?;
+        let resolved = self.registry.resolve(tool, args)?;
+        let tool = resolved.tool();
+        Ok(self.config.policy.explain(
+            &tool.spec,
+            &tool.plugin.file_name(),
+            Some(resolved.args().value()),
+        ))
     }
 
     /// Runs one call through the whole pipeline. Always returns a result.
@@ -106,7 +121,7 @@ impl Controller {
         fuel_used: &mut Option<u64>,
     ) -> Result<CheckedOutput, CallError> {
         let args = Arguments::materialize(&request.args)?;
-        let resolved = self.registry.resolve(request, args)?;
+        let resolved = self.registry.resolve(&request.tool, args)?;
         let validated = schema::validate(resolved)?;
         let authorized = self
             .config

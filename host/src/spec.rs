@@ -4,14 +4,14 @@
 //! These are plain values; the registry checks them when a plugin loads and
 //! every later step trusts them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Largest tool name; the strictest model API (OpenAI) allows 64 characters.
 pub const MAX_TOOL_NAME: usize = 64;
 
 /// One effect a tool declares. See `wit/tool.wit` for their meaning.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Effect {
     ReadOnly,
@@ -85,7 +85,7 @@ impl fmt::Display for Effects {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Risk {
     Safe,
@@ -104,7 +104,7 @@ impl Risk {
 }
 
 /// The filesystem access a tool declares it needs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FsNeed {
     None,

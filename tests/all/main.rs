@@ -7,6 +7,7 @@ mod harness;
 mod cli;
 mod limits;
 mod pipeline;
+mod policy;
 mod registry;
 mod sandbox;
 

@@ -82,46 +82,55 @@ fn traversal_absolute_paths_and_symlinks_do_not_reach_outside() {
     std::os::unix::fs::symlink("../secret.txt", t.workspace.join("relative_link")).unwrap();
     let host = t.controller();
     let secret_path = secret.display().to_string();
-    for path in [
-        "../secret.txt",
-        "../../secret.txt",
-        &secret_path,
-        "link_file",
-        "link_dir/secret.txt",
-        "relative_link",
-        "/etc/passwd",
-    ] {
-        let args = serde_json::json!({ "path": path }).to_string();
-        let r = call(&host, "read_file", &args);
-        assert_code(&host, &r, ErrorCode::ToolFailed);
-    }
-    for path in [
-        "/workspace/../secret.txt",
-        &secret_path,
-        "/etc/passwd",
-        "/workspace/link_file",
-        "/workspace/link_dir/secret.txt",
-    ] {
-        let args = serde_json::json!({ "path": path }).to_string();
-        let r = call(&host, "hostile_read_raw", &args);
-        assert_code(&host, &r, ErrorCode::ToolFailed);
-    }
-    for path in [
-        "/workspace/../escaped.txt",
-        "/workspace/link_file",
-        "/workspace/link_dir/escaped.txt",
-        "/tmp/escaped.txt",
-        "/escaped.txt",
-    ] {
-        let args = serde_json::json!({ "path": path }).to_string();
-        let r = call(&host, "hostile_write_raw", &args);
-        assert_code(&host, &r, ErrorCode::ToolFailed);
-    }
-    for path in ["../escaped.txt", "link_file", "link_dir/escaped.txt"] {
-        let args = serde_json::json!({ "path": path, "content": "pwned" }).to_string();
-        let r = call(&host, "write_file", &args);
-        assert_code(&host, &r, ErrorCode::ToolFailed);
-    }
+    let fails = |tool: &str, extra: serde_json::Value, paths: &[&str]| {
+        for path in paths {
+            let mut args = extra.clone();
+            args["path"] = serde_json::json!(path);
+            let r = call(&host, tool, &args.to_string());
+            assert_code(&host, &r, ErrorCode::ToolFailed);
+        }
+    };
+    let none = serde_json::json!({});
+    fails(
+        "read_file",
+        none.clone(),
+        &[
+            "../secret.txt",
+            "../../secret.txt",
+            &secret_path,
+            "link_file",
+            "link_dir/secret.txt",
+            "relative_link",
+            "/etc/passwd",
+        ],
+    );
+    fails(
+        "hostile_read_raw",
+        none.clone(),
+        &[
+            "/workspace/../secret.txt",
+            &secret_path,
+            "/etc/passwd",
+            "/workspace/link_file",
+            "/workspace/link_dir/secret.txt",
+        ],
+    );
+    fails(
+        "hostile_write_raw",
+        none,
+        &[
+            "/workspace/../escaped.txt",
+            "/workspace/link_file",
+            "/workspace/link_dir/escaped.txt",
+            "/tmp/escaped.txt",
+            "/escaped.txt",
+        ],
+    );
+    fails(
+        "write_file",
+        serde_json::json!({ "content": "pwned" }),
+        &["../escaped.txt", "link_file", "link_dir/escaped.txt"],
+    );
     assert_eq!(std::fs::read_to_string(&secret).unwrap(), "top secret");
     assert!(!t.root.path().join("escaped.txt").exists());
     assert!(!std::path::Path::new("/tmp/escaped.txt").exists());

@@ -72,6 +72,11 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Policy tools: `policy explain TOOL ARGS` shows how the rules decide a call
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
     /// Call a tool through the full pipeline
     Call {
         /// The tool's name
@@ -84,5 +89,19 @@ pub enum Command {
         /// The agent session the call belongs to [default: a fresh one]
         #[arg(long, value_name = "ID")]
         session: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Show which rules match a call, the decision and why, without running anything
+    Explain {
+        /// The tool's name
+        tool: String,
+        /// Arguments as a JSON object [default: {}]
+        args: Option<String>,
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
     },
 }

@@ -15,7 +15,7 @@ pub use args::Cli;
 use crate::config::{Config, ConfigBuilder};
 use crate::error::Error;
 use crate::outcome::Status;
-use args::{Command, GlobalArgs};
+use args::{Command, GlobalArgs, PolicyCommand};
 use clap::Parser;
 use printer::Printer;
 use std::process::ExitCode;
@@ -101,6 +101,15 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
     match cli.command {
         Command::List { json } => commands::list::run(config, json, printer),
         Command::Inspect { file, json } => commands::inspect::run(&config, &file, json, printer),
+        Command::Policy {
+            command: PolicyCommand::Explain { tool, args, json },
+        } => commands::policy::explain(
+            config,
+            &tool,
+            args.as_deref().unwrap_or("{}"),
+            json,
+            printer,
+        ),
         Command::Call {
             tool,
             args,

@@ -12,12 +12,24 @@
 //! tools = ["read_file", "list_*"]
 //! decision = "allow"
 //! reason = "reading the workspace is harmless"
+//!
+//! [[rule]]
+//! tools = ["write_file"]
+//! when = { "/path" = { not = "src/**" } }
+//! decision = "deny"
+//! reason = "writes stay under src/"
 //! ```
+//!
+//! Rule keys: `tools`, `plugin` (globs), `risk`, `effects`, `filesystem`
+//! (lists of WIT spellings), `when` (JSON pointer -> glob for strings, a
+//! scalar for exact match, or `{ not = ... }`), `decision`, `reason`.
 
 use super::limits::{Limits, MAX_MEMORY_MB, MAX_OUTPUT_KB, MAX_TIMEOUT_MS};
 use crate::error::Error;
-use crate::policy::{RuleDef, Verdict};
+use crate::policy::{ArgPattern, RuleDef, Verdict};
+use crate::spec::{Effect, FsNeed, Risk};
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 use toml::Spanned;
@@ -43,7 +55,13 @@ struct LimitsTable {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RuleTable {
-    tools: Vec<String>,
+    tools: Option<Vec<String>>,
+    plugin: Option<Vec<String>>,
+    risk: Option<Vec<Risk>>,
+    effects: Option<Vec<Effect>>,
+    filesystem: Option<Vec<FsNeed>>,
+    #[serde(default)]
+    when: BTreeMap<String, toml::Value>,
     decision: Verdict,
     reason: String,
 }
@@ -95,21 +113,48 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
             })?
         }
     };
-    let rules = file
-        .rule
-        .into_iter()
-        .map(|rule| {
-            let line = line_of(text, rule.span().start);
-            let rule = rule.into_inner();
-            RuleDef {
+    let mut rules = Vec::with_capacity(file.rule.len());
+    for rule in file.rule {
+        let line = line_of(text, rule.span().start);
+        let rule = rule.into_inner();
+        let mut when = BTreeMap::new();
+        for (pointer, value) in rule.when {
+            let pattern = arg_pattern(&value).map_err(|message| FileError {
                 line: Some(line),
-                tools: rule.tools,
-                verdict: rule.decision,
-                reason: rule.reason,
-            }
-        })
-        .collect();
+                message: format!("`when.\"{pointer}\"`: {message}"),
+                hint: "use a glob string (\"src/**\"), a scalar (true, 3), or { not = ... }".into(),
+            })?;
+            when.insert(pointer, pattern);
+        }
+        rules.push(RuleDef {
+            line: Some(line),
+            tools: rule.tools,
+            plugin: rule.plugin,
+            risk: rule.risk,
+            effects: rule.effects,
+            filesystem: rule.filesystem,
+            when,
+            verdict: rule.decision,
+            reason: rule.reason,
+        });
+    }
     Ok(Parsed { limits, rules })
+}
+
+fn arg_pattern(value: &toml::Value) -> Result<ArgPattern, String> {
+    match value {
+        toml::Value::String(glob) => Ok(ArgPattern::Glob(glob.clone())),
+        toml::Value::Integer(i) => Ok(ArgPattern::Exact(serde_json::json!(i))),
+        toml::Value::Float(f) => Ok(ArgPattern::Exact(serde_json::json!(f))),
+        toml::Value::Boolean(b) => Ok(ArgPattern::Exact(serde_json::json!(b))),
+        toml::Value::Table(table) => match table.get("not") {
+            Some(inner) if table.len() == 1 => Ok(ArgPattern::Not(Box::new(arg_pattern(inner)?))),
+            _ => Err("a table must be `{ not = ... }`".into()),
+        },
+        toml::Value::Array(_) | toml::Value::Datetime(_) => Err(format!(
+            "`{value}` is not a glob, a scalar or `{{ not = ... }}`"
+        )),
+    }
 }
 
 fn bounded(key: &str, value: Option<u64>, default: u64, max: u64) -> Result<u64, String> {
@@ -183,6 +228,40 @@ mod tests {
         let e = err("\n[limits]\nmemory_mb = 0\n");
         assert_eq!(e.line, Some(2));
         assert!(e.message.contains("memory_mb"));
+    }
+
+    #[test]
+    fn every_matcher_parses() {
+        let parsed = parse(
+            "[[rule]]\nplugin = [\"fs*.wasm\"]\nrisk = [\"dangerous\"]\neffects = [\"mutates-workspace\"]\n\
+             filesystem = [\"workspace-write\"]\nwhen = { \"/path\" = { not = \"src/**\" }, \"/force\" = true }\n\
+             decision = \"deny\"\nreason = \"r\"\n",
+        )
+        .unwrap_or_else(|e| panic!("{}", e.message));
+        let rule = &parsed.rules[0];
+        assert_eq!(rule.tools, None);
+        assert_eq!(rule.risk, Some(vec![Risk::Dangerous]));
+        assert_eq!(
+            rule.when["/path"],
+            ArgPattern::Not(Box::new(ArgPattern::Glob("src/**".into())))
+        );
+        assert_eq!(
+            rule.when["/force"],
+            ArgPattern::Exact(serde_json::json!(true))
+        );
+    }
+
+    #[test]
+    fn bad_matcher_values_are_errors_with_their_line() {
+        let e = err("\n[[rule]]\nrisk = [\"scary\"]\ndecision = \"deny\"\nreason = \"r\"\n");
+        assert!(e.message.contains("scary"), "{}", e.message);
+        let e = err("[[rule]]\nwhen = { \"/a\" = [1] }\ndecision = \"deny\"\nreason = \"r\"\n");
+        assert_eq!(e.line, Some(1));
+        assert!(e.message.contains("/a"), "{}", e.message);
+        let e = err(
+            "[[rule]]\nwhen = { \"/a\" = { nope = 1 } }\ndecision = \"deny\"\nreason = \"r\"\n",
+        );
+        assert!(e.message.contains("not"), "{}", e.message);
     }
 
     #[test]

@@ -1,22 +1,24 @@
 //! Allow / ask / deny decisions and the capability grant.
 //!
-//! Owns the rules from `toolwarden.toml`. [`Policy::evaluate`] says what the
-//! rules decide for a tool; [`Policy::authorize`] is the pipeline step
+//! Owns the rules from `toolwarden.toml`. [`Policy::explain`] says what every
+//! rule makes of a call; [`Policy::authorize`] is the pipeline step
 //! `ValidatedCall -> AuthorizedCall`. Default deny: a call no rule matches is
-//! denied, and when several rules match the most restrictive wins, whatever
-//! their order. It never runs a tool and never asks a person (that is the
-//! approval step's job).
+//! denied; when several rules match the most restrictive wins, whatever their
+//! order; a `dangerous` tool can be allowed (or asked for) only by a rule
+//! that names it exactly, never by a glob alone. It never runs a tool and
+//! never asks a person (that is the approval step's job).
 
 mod rule;
 
-pub use rule::{Rule, RuleDef, Verdict};
+pub use rule::{ArgPattern, Rule, RuleDef, RuleMatch, Verdict};
 
 use crate::capability::{FsAccess, Grant};
 use crate::config::SandboxMode;
 use crate::outcome::{CallError, ErrorCode};
 use crate::schema::ValidatedCall;
-use crate::spec::ToolSpec;
+use crate::spec::{Risk, ToolSpec};
 use serde::Serialize;
+use serde_json::Value;
 
 /// The compiled rules.
 #[derive(Debug, Default)]
@@ -36,10 +38,31 @@ pub struct PolicyError {
 #[derive(Clone, Debug, Serialize)]
 pub struct Decision {
     pub verdict: Verdict,
-    /// Indices of the rules that matched (empty: the default applied).
+    /// Indices of the rules that decided (empty: the default applied).
     pub matched: Vec<usize>,
     /// Never empty: the deciding rule's reason, or why the default applied.
     pub reason: String,
+    /// Some rules depend on argument values, so a call may be decided
+    /// differently than this (only when no arguments were given).
+    pub depends_on_args: bool,
+}
+
+/// One rule's view of a call, for `policy explain`.
+#[derive(Clone, Debug, Serialize)]
+pub struct RuleReport {
+    pub rule: usize,
+    pub line: Option<usize>,
+    pub verdict: Verdict,
+    pub matched: bool,
+    /// Why it did not match, or why a match was set aside.
+    pub note: Option<String>,
+}
+
+/// Every rule's view of a call, and the decision.
+#[derive(Clone, Debug, Serialize)]
+pub struct Explanation {
+    pub rules: Vec<RuleReport>,
+    pub decision: Decision,
 }
 
 impl Policy {
@@ -71,15 +94,70 @@ impl Policy {
         Ok(Policy { rules })
     }
 
-    /// What the rules decide for a call to the tool `spec` describes.
-    pub fn evaluate(&self, spec: &ToolSpec) -> Decision {
-        let matched: Vec<&Rule> = self
-            .rules
-            .iter()
-            .filter(|r| r.matches(&spec.name))
-            .collect();
-        let Some(decisive) = matched.iter().max_by_key(|r| r.verdict()) else {
-            return Decision {
+    /// What every rule makes of a call to `spec` (from the plugin file named
+    /// `plugin`) with `args`; `None` when only the tool is known.
+    pub fn explain(&self, spec: &ToolSpec, plugin: &str, args: Option<&Value>) -> Explanation {
+        let dangerous = spec.risk == Risk::Dangerous;
+        let mut reports = Vec::with_capacity(self.rules.len());
+        let mut deciding: Option<&Rule> = None;
+        let mut depends_on_args = false;
+        for rule in &self.rules {
+            let check = rule.check(spec, plugin, args);
+            let (matched, note) = match check {
+                RuleMatch::Matched
+                    if dangerous && rule.verdict() != Verdict::Deny && !rule.names(&spec.name) =>
+                {
+                    (
+                        false,
+                        Some(format!(
+                            "set aside: `{}` is dangerous and this rule does not name it exactly",
+                            spec.name
+                        )),
+                    )
+                }
+                RuleMatch::Matched => (true, None),
+                RuleMatch::Missed(why) => (false, Some(why)),
+                RuleMatch::NeedsArgs => {
+                    depends_on_args = true;
+                    (
+                        false,
+                        Some("depends on argument values (`when`)".to_owned()),
+                    )
+                }
+            };
+            if matched && deciding.is_none_or(|d| rule.verdict() > d.verdict()) {
+                deciding = Some(rule);
+            }
+            reports.push(RuleReport {
+                rule: rule.index() + 1,
+                line: rule.line(),
+                verdict: rule.verdict(),
+                matched,
+                note,
+            });
+        }
+        let decision = match deciding {
+            Some(rule) => Decision {
+                verdict: rule.verdict(),
+                matched: reports
+                    .iter()
+                    .filter(|r| r.matched)
+                    .map(|r| r.rule - 1)
+                    .collect(),
+                reason: rule.describe(),
+                depends_on_args,
+            },
+            None if dangerous => Decision {
+                verdict: Verdict::Deny,
+                matched: Vec::new(),
+                reason: format!(
+                    "`{name}` is a dangerous tool and no rule names it exactly, so it is denied; \
+                     to allow it, add a rule with tools = [\"{name}\"] (a glob is not enough)",
+                    name = spec.name
+                ),
+                depends_on_args,
+            },
+            None => Decision {
                 verdict: Verdict::Deny,
                 matched: Vec::new(),
                 reason: format!(
@@ -88,13 +166,18 @@ impl Policy {
                      reason = \"why this is safe\"",
                     name = spec.name
                 ),
-            };
+                depends_on_args,
+            },
         };
-        Decision {
-            verdict: decisive.verdict(),
-            matched: matched.iter().map(|r| r.index()).collect(),
-            reason: decisive.describe(),
+        Explanation {
+            rules: reports,
+            decision,
         }
+    }
+
+    /// What the rules decide for a call.
+    pub fn evaluate(&self, spec: &ToolSpec, plugin: &str, args: Option<&Value>) -> Decision {
+        self.explain(spec, plugin, args).decision
     }
 
     /// Pipeline step: decides the call and computes what it is granted.
@@ -103,8 +186,13 @@ impl Policy {
         call: ValidatedCall,
         session: SandboxMode,
     ) -> Result<AuthorizedCall, CallError> {
-        let tool = call.resolved().tool();
-        let decision = self.evaluate(&tool.spec);
+        let resolved = call.resolved();
+        let tool = resolved.tool();
+        let decision = self.evaluate(
+            &tool.spec,
+            &tool.plugin.file_name(),
+            Some(resolved.args().value()),
+        );
         match decision.verdict {
             Verdict::Deny => Err(CallError::new(ErrorCode::PolicyDenied, decision.reason)),
             Verdict::Allow | Verdict::Ask => {

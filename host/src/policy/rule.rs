@@ -1,16 +1,28 @@
 //! One policy rule: what it matches, what it decides, and why.
+//!
+//! A rule matches a call when every matcher it has matches (a matcher that is
+//! left out matches everything): `tools` (name globs), `plugin` (file-name
+//! globs), `risk` (any of), `effects` (the tool declares all of them),
+//! `filesystem` (any of) and `when` (argument values by JSON pointer).
 
 use super::PolicyError;
-use globset::{Glob, GlobSet, GlobSetBuilder};
+use crate::spec::{Effect, FsNeed, Risk, ToolSpec};
+use globset::{Glob, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// A decision. Ordered from least to most restrictive, so `max` is the rule
 /// "most restrictive wins".
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     Allow,
     Ask,
+    /// The closed decision.
+    #[default]
     Deny,
 }
 
@@ -24,13 +36,38 @@ impl Verdict {
     }
 }
 
+/// How one argument value is matched, as written in `when`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ArgPattern {
+    /// A string glob, matched against the argument read as a path (`./a//b/../c`
+    /// is `a/c`); `*` stays within one path segment, `**` crosses segments.
+    /// Non-string values never match.
+    Glob(String),
+    /// Equal to this scalar (numbers compare by value).
+    Exact(Value),
+    /// The inner pattern does not match (a missing argument does not match).
+    Not(Box<ArgPattern>),
+}
+
 /// A rule as written in the config file.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct RuleDef {
     pub line: Option<usize>,
-    pub tools: Vec<String>,
+    pub tools: Option<Vec<String>>,
+    pub plugin: Option<Vec<String>>,
+    pub risk: Option<Vec<Risk>>,
+    pub effects: Option<Vec<Effect>>,
+    pub filesystem: Option<Vec<FsNeed>>,
+    pub when: BTreeMap<String, ArgPattern>,
     pub verdict: Verdict,
     pub reason: String,
+}
+
+#[derive(Debug)]
+enum Compiled {
+    Glob(GlobMatcher),
+    Exact(Value),
+    Not(Box<Compiled>),
 }
 
 /// A compiled rule.
@@ -38,45 +75,182 @@ pub struct RuleDef {
 pub struct Rule {
     index: usize,
     def: RuleDef,
-    tools: GlobSet,
+    tools: Option<GlobSet>,
+    plugin: Option<GlobSet>,
+    when: Vec<(String, Compiled)>,
+}
+
+/// Whether a rule matched one call, and if not, the first matcher that failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RuleMatch {
+    Matched,
+    Missed(String),
+    /// Everything but `when` matched, and no arguments were given to check it.
+    NeedsArgs,
+}
+
+fn globs(
+    patterns: &[String],
+    what: &str,
+    error: &dyn Fn(String, &str) -> PolicyError,
+) -> Result<GlobSet, PolicyError> {
+    if patterns.is_empty() {
+        return Err(error(
+            format!("`{what}` is empty, so the rule matches nothing"),
+            "list at least one name or glob, or leave the key out",
+        ));
+    }
+    let mut set = GlobSetBuilder::new();
+    for pattern in patterns {
+        let glob = Glob::new(pattern).map_err(|e| {
+            error(
+                format!("`{pattern}` in `{what}` is not a valid glob: {e}"),
+                "use `*` and `?` wildcards, e.g. \"fs_*\"",
+            )
+        })?;
+        set.add(glob);
+    }
+    set.build().map_err(|e| {
+        error(
+            format!("cannot build the `{what}` globs: {e}"),
+            "simplify the globs",
+        )
+    })
+}
+
+fn compile_pattern(
+    pointer: &str,
+    pattern: &ArgPattern,
+    error: &dyn Fn(String, &str) -> PolicyError,
+) -> Result<Compiled, PolicyError> {
+    Ok(match pattern {
+        ArgPattern::Glob(glob) => Compiled::Glob(
+            GlobBuilder::new(glob)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| {
+                    error(
+                        format!("`when.\"{pointer}\"`: `{glob}` is not a valid glob: {e}"),
+                        "e.g. \"src/**\" or \"*.md\"",
+                    )
+                })?
+                .compile_matcher(),
+        ),
+        ArgPattern::Exact(value) => Compiled::Exact(value.clone()),
+        ArgPattern::Not(inner) => Compiled::Not(Box::new(compile_pattern(pointer, inner, error)?)),
+    })
+}
+
+/// Reads a string as a workspace path: drops `.` and empty segments and
+/// resolves `..` lexically, so `src/../secrets/key` is matched as
+/// `secrets/key` and cannot slip past a rule about `secrets/**`.
+fn normalize_path(text: &str) -> String {
+    let absolute = text.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for segment in text.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." if parts.last().is_some_and(|p| *p != "..") => {
+                parts.pop();
+            }
+            other => parts.push(other),
+        }
+    }
+    let joined = parts.join("/");
+    if absolute {
+        format!("/{joined}")
+    } else {
+        joined
+    }
+}
+
+fn same_scalar(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        _ => a == b,
+    }
+}
+
+impl Compiled {
+    fn matches(&self, value: Option<&Value>) -> bool {
+        match (self, value) {
+            (Compiled::Not(inner), v) => !inner.matches(v),
+            (Compiled::Glob(glob), Some(Value::String(s))) => glob.is_match(normalize_path(s)),
+            (Compiled::Exact(expected), Some(v)) => same_scalar(expected, v),
+            (Compiled::Glob(_) | Compiled::Exact(_), _) => false,
+        }
+    }
+}
+
+fn sorted<T: Ord + Clone>(list: &Option<Vec<T>>) -> Option<Vec<T>> {
+    list.as_ref().map(|l| {
+        let mut l = l.clone();
+        l.sort();
+        l.dedup();
+        l
+    })
+}
+
+fn names<T: Copy>(list: &[T], name: fn(T) -> &'static str) -> String {
+    list.iter().map(|x| name(*x)).collect::<Vec<_>>().join(", ")
 }
 
 impl Rule {
     pub(super) fn compile(index: usize, def: RuleDef) -> Result<Rule, PolicyError> {
-        let error = |message: String, hint: &str| PolicyError {
-            line: def.line,
+        let line = def.line;
+        let error = move |message: String, hint: &str| PolicyError {
+            line,
             message,
             hint: hint.into(),
         };
-        if def.tools.is_empty() {
-            return Err(error(
-                "`tools` is empty, so the rule matches nothing".into(),
-                "list tool names or globs, e.g. tools = [\"read_file\", \"list_*\"]",
-            ));
-        }
         if def.reason.trim().is_empty() {
             return Err(error(
                 "`reason` is empty; every decision must say why".into(),
                 "write the reason a person reviewing the audit log should read",
             ));
         }
-        let mut set = GlobSetBuilder::new();
-        for pattern in &def.tools {
-            let glob = Glob::new(pattern).map_err(|e| {
-                error(
-                    format!("`{pattern}` is not a valid glob: {e}"),
-                    "use `*` and `?` wildcards, e.g. \"fs_*\"",
-                )
-            })?;
-            set.add(glob);
+        for (key, list_empty) in [
+            ("risk", def.risk.as_ref().is_some_and(Vec::is_empty)),
+            ("effects", def.effects.as_ref().is_some_and(Vec::is_empty)),
+            (
+                "filesystem",
+                def.filesystem.as_ref().is_some_and(Vec::is_empty),
+            ),
+        ] {
+            if list_empty {
+                return Err(error(
+                    format!("`{key}` is empty, so the rule matches nothing"),
+                    "list at least one value, or leave the key out",
+                ));
+            }
         }
-        let tools = set.build().map_err(|e| {
-            error(
-                format!("cannot build the tool globs: {e}"),
-                "simplify the globs",
-            )
-        })?;
-        Ok(Rule { index, def, tools })
+        let tools = def
+            .tools
+            .as_deref()
+            .map(|t| globs(t, "tools", &error))
+            .transpose()?;
+        let plugin = def
+            .plugin
+            .as_deref()
+            .map(|p| globs(p, "plugin", &error))
+            .transpose()?;
+        let mut when = Vec::with_capacity(def.when.len());
+        for (pointer, pattern) in &def.when {
+            if !(pointer.is_empty() || pointer.starts_with('/')) {
+                return Err(error(
+                    format!("`when` key `{pointer}` is not a JSON pointer"),
+                    "name an argument by JSON pointer, e.g. when = { \"/path\" = \"src/**\" }",
+                ));
+            }
+            when.push((pointer.clone(), compile_pattern(pointer, pattern, &error)?));
+        }
+        Ok(Rule {
+            index,
+            def,
+            tools,
+            plugin,
+            when,
+        })
     }
 
     pub fn index(&self) -> usize {
@@ -91,32 +265,94 @@ impl Rule {
         self.def.verdict
     }
 
-    pub(super) fn matches(&self, tool: &str) -> bool {
-        self.tools.is_match(tool)
+    /// Whether the rule lists `tool` by its exact name (not only by a glob).
+    pub fn names(&self, tool: &str) -> bool {
+        self.def
+            .tools
+            .as_ref()
+            .is_some_and(|t| t.iter().any(|n| n == tool))
     }
 
-    /// Two rules with the same matchers (whatever the order of their globs).
+    /// Checks the rule against a call; `args` is `None` when only the tool is
+    /// known (listing tools).
+    pub fn check(&self, spec: &ToolSpec, plugin: &str, args: Option<&Value>) -> RuleMatch {
+        if let Some(tools) = &self.tools
+            && !tools.is_match(&spec.name)
+        {
+            return RuleMatch::Missed(format!("`tools` does not match `{}`", spec.name));
+        }
+        if let Some(globs) = &self.plugin
+            && !globs.is_match(plugin)
+        {
+            return RuleMatch::Missed(format!("`plugin` does not match `{plugin}`"));
+        }
+        if let Some(risks) = &self.def.risk
+            && !risks.contains(&spec.risk)
+        {
+            return RuleMatch::Missed(format!("`risk` is not {}", names(risks, Risk::as_str)));
+        }
+        if let Some(effects) = &self.def.effects
+            && let Some(missing) = effects.iter().find(|e| !spec.effects.contains(**e))
+        {
+            return RuleMatch::Missed(format!(
+                "the tool does not declare the effect `{}`",
+                missing.as_str()
+            ));
+        }
+        if let Some(fs) = &self.def.filesystem
+            && !fs.contains(&spec.filesystem)
+        {
+            return RuleMatch::Missed(format!("`filesystem` is not {}", names(fs, FsNeed::as_str)));
+        }
+        if self.when.is_empty() {
+            return RuleMatch::Matched;
+        }
+        let Some(args) = args else {
+            return RuleMatch::NeedsArgs;
+        };
+        for (pointer, pattern) in &self.when {
+            let value = args.pointer(pointer);
+            if !pattern.matches(value) {
+                let shown = value.map_or_else(|| "missing".to_owned(), |v| v.to_string());
+                return RuleMatch::Missed(format!(
+                    "`when.\"{pointer}\"` does not match (the argument is {shown})"
+                ));
+            }
+        }
+        RuleMatch::Matched
+    }
+
+    /// Two rules that match exactly the same calls by construction.
     pub(super) fn same_matchers(&self, other: &Rule) -> bool {
-        let mut a = self.def.tools.clone();
-        let mut b = other.def.tools.clone();
-        a.sort();
-        a.dedup();
-        b.sort();
-        b.dedup();
-        a == b
+        let (a, b) = (&self.def, &other.def);
+        sorted(&a.tools) == sorted(&b.tools)
+            && sorted(&a.plugin) == sorted(&b.plugin)
+            && sorted(&a.risk) == sorted(&b.risk)
+            && sorted(&a.effects) == sorted(&b.effects)
+            && sorted(&a.filesystem) == sorted(&b.filesystem)
+            && a.when == b.when
     }
 
     /// The rule as the user wrote it, for messages and the audit log.
     pub fn describe(&self) -> String {
-        format!(
-            "{}{} (rule {}: tools = {:?})",
-            self.def.reason,
-            self.def
-                .line
-                .map(|l| format!(" [toolwarden.toml line {l}]"))
-                .unwrap_or_default(),
-            self.index + 1,
-            self.def.tools
-        )
+        let at = self
+            .def
+            .line
+            .map(|l| format!(", line {l}"))
+            .unwrap_or_default();
+        format!("{} (rule {}{at})", self.def.reason, self.index + 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalize_path;
+
+    #[test]
+    fn paths_are_normalized_lexically_before_matching() {
+        assert_eq!(normalize_path("./src//a/./b.rs"), "src/a/b.rs");
+        assert_eq!(normalize_path("src/../secrets/key"), "secrets/key");
+        assert_eq!(normalize_path("../../x"), "../../x");
+        assert_eq!(normalize_path("/etc/../etc/passwd"), "/etc/passwd");
     }
 }

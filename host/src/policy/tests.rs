@@ -1,5 +1,6 @@
 use super::*;
-use crate::spec::{Effects, FsNeed, Risk};
+use crate::spec::{Effect, Effects, FsNeed, Risk};
+use serde_json::json;
 
 fn spec(name: &str) -> ToolSpec {
     ToolSpec {
@@ -17,11 +18,15 @@ fn spec(name: &str) -> ToolSpec {
 
 fn rule(tools: &[&str], verdict: Verdict) -> RuleDef {
     RuleDef {
-        line: None,
-        tools: tools.iter().map(|t| t.to_string()).collect(),
+        tools: Some(tools.iter().map(|t| t.to_string()).collect()),
         verdict,
         reason: format!("{verdict:?} {tools:?}"),
+        ..RuleDef::default()
     }
+}
+
+fn decide(p: &Policy, spec: &ToolSpec, args: serde_json::Value) -> Verdict {
+    p.evaluate(spec, "fs.wasm", Some(&args)).verdict
 }
 
 fn policy(rules: Vec<RuleDef>) -> Policy {
@@ -30,7 +35,7 @@ fn policy(rules: Vec<RuleDef>) -> Policy {
 
 #[test]
 fn no_rules_means_deny_with_a_reason_naming_the_fix() {
-    let d = Policy::default().evaluate(&spec("calc"));
+    let d = Policy::default().evaluate(&spec("calc"), "calc.wasm", None);
     assert_eq!(d.verdict, Verdict::Deny);
     assert!(d.matched.is_empty());
     assert!(d.reason.contains("tools = [\"calc\"]"), "{}", d.reason);
@@ -45,18 +50,23 @@ fn most_restrictive_match_wins_in_any_order() {
     ];
     for order in [[0, 1, 2], [2, 1, 0], [1, 2, 0]] {
         let p = policy(order.iter().map(|&i| rules[i].clone()).collect());
-        assert_eq!(p.evaluate(&spec("read_file")).verdict, Verdict::Allow);
-        assert_eq!(p.evaluate(&spec("write_file")).verdict, Verdict::Ask);
-        assert_eq!(p.evaluate(&spec("write_secret")).verdict, Verdict::Deny);
-        assert_eq!(p.evaluate(&spec("write_secret")).matched.len(), 3);
+        assert_eq!(decide(&p, &spec("read_file"), json!({})), Verdict::Allow);
+        assert_eq!(decide(&p, &spec("write_file"), json!({})), Verdict::Ask);
+        assert_eq!(decide(&p, &spec("write_secret"), json!({})), Verdict::Deny);
+        assert_eq!(
+            p.evaluate(&spec("write_secret"), "x.wasm", None)
+                .matched
+                .len(),
+            3
+        );
     }
 }
 
 #[test]
 fn globs_match_whole_names() {
     let p = policy(vec![rule(&["read_*"], Verdict::Allow)]);
-    assert_eq!(p.evaluate(&spec("read_file")).verdict, Verdict::Allow);
-    assert_eq!(p.evaluate(&spec("xread_file")).verdict, Verdict::Deny);
+    assert_eq!(decide(&p, &spec("read_file"), json!({})), Verdict::Allow);
+    assert_eq!(decide(&p, &spec("xread_file"), json!({})), Verdict::Deny);
 }
 
 #[test]
@@ -98,5 +108,225 @@ fn bad_globs_empty_tools_and_empty_reasons_are_refused() {
             .unwrap_err()
             .message
             .contains("reason")
+    );
+}
+
+fn with_when(tools: &[&str], verdict: Verdict, when: &[(&str, ArgPattern)]) -> RuleDef {
+    let mut def = rule(tools, verdict);
+    def.when = when
+        .iter()
+        .map(|(p, m)| (p.to_string(), m.clone()))
+        .collect();
+    def
+}
+
+fn glob(g: &str) -> ArgPattern {
+    ArgPattern::Glob(g.into())
+}
+
+#[test]
+fn argument_globs_match_normalized_paths() {
+    let p = policy(vec![
+        with_when(
+            &["write_file"],
+            Verdict::Allow,
+            &[("/path", glob("src/**"))],
+        ),
+        with_when(
+            &["write_file"],
+            Verdict::Deny,
+            &[("/path", glob("src/secrets/**"))],
+        ),
+    ]);
+    let w = spec("write_file");
+    assert_eq!(
+        decide(&p, &w, json!({"path": "src/main.rs"})),
+        Verdict::Allow
+    );
+    assert_eq!(
+        decide(&p, &w, json!({"path": "./src//lib/./x.rs"})),
+        Verdict::Allow
+    );
+    assert_eq!(
+        decide(&p, &w, json!({"path": "src/secrets/key"})),
+        Verdict::Deny
+    );
+    assert_eq!(
+        decide(&p, &w, json!({"path": "src/../src/secrets/key"})),
+        Verdict::Deny,
+        "`..` cannot dodge a deny"
+    );
+    assert_eq!(
+        decide(&p, &w, json!({"path": "src/../etc/passwd"})),
+        Verdict::Deny,
+        "nor reach an allow"
+    );
+    assert_eq!(decide(&p, &w, json!({"path": "README.md"})), Verdict::Deny);
+    assert_eq!(
+        decide(&p, &w, json!({"path": 7})),
+        Verdict::Deny,
+        "a glob never matches a non-string"
+    );
+    assert_eq!(
+        decide(&p, &w, json!({})),
+        Verdict::Deny,
+        "a missing argument matches no glob"
+    );
+}
+
+#[test]
+fn not_and_exact_matchers() {
+    let not_src = ArgPattern::Not(Box::new(glob("src/**")));
+    let p = policy(vec![
+        rule(&["write_file"], Verdict::Allow),
+        with_when(&["write_file"], Verdict::Deny, &[("/path", not_src)]),
+        with_when(
+            &["write_file"],
+            Verdict::Ask,
+            &[
+                ("/force", ArgPattern::Exact(json!(true))),
+                ("/path", glob("src/**")),
+            ],
+        ),
+    ]);
+    let w = spec("write_file");
+    assert_eq!(decide(&p, &w, json!({"path": "docs/a.md"})), Verdict::Deny);
+    assert_eq!(decide(&p, &w, json!({"path": "src/a.rs"})), Verdict::Allow);
+    assert_eq!(
+        decide(&p, &w, json!({"path": "src/a.rs", "force": true})),
+        Verdict::Ask
+    );
+    assert_eq!(
+        decide(&p, &w, json!({"path": "src/a.rs", "force": false})),
+        Verdict::Allow
+    );
+    let n = policy(vec![
+        with_when(
+            &["calc"],
+            Verdict::Deny,
+            &[("/a", ArgPattern::Exact(json!(3)))],
+        ),
+        rule(&["calc"], Verdict::Allow),
+    ]);
+    assert_eq!(
+        decide(&n, &spec("calc"), json!({"a": 3.0})),
+        Verdict::Deny,
+        "numbers compare by value"
+    );
+}
+
+#[test]
+fn risk_effects_filesystem_and_plugin_matchers() {
+    let mut writer = spec("write_file");
+    writer.effects = [Effect::MutatesWorkspace, Effect::Idempotent]
+        .into_iter()
+        .collect();
+    writer.filesystem = FsNeed::WorkspaceWrite;
+    let any = |def: RuleDef| policy(vec![RuleDef { tools: None, ..def }]);
+    let base = || RuleDef {
+        verdict: Verdict::Allow,
+        reason: "r".into(),
+        ..RuleDef::default()
+    };
+    let by_effect = any(RuleDef {
+        effects: Some(vec![Effect::MutatesWorkspace]),
+        ..base()
+    });
+    assert_eq!(decide(&by_effect, &writer, json!({})), Verdict::Allow);
+    assert_eq!(decide(&by_effect, &spec("calc"), json!({})), Verdict::Deny);
+    let both = any(RuleDef {
+        effects: Some(vec![Effect::MutatesWorkspace, Effect::Exclusive]),
+        ..base()
+    });
+    assert_eq!(
+        decide(&both, &writer, json!({})),
+        Verdict::Deny,
+        "every listed effect must be declared"
+    );
+    let by_fs = any(RuleDef {
+        filesystem: Some(vec![FsNeed::None, FsNeed::ReadOnly]),
+        ..base()
+    });
+    assert_eq!(decide(&by_fs, &writer, json!({})), Verdict::Deny);
+    assert_eq!(decide(&by_fs, &spec("calc"), json!({})), Verdict::Allow);
+    let by_risk = any(RuleDef {
+        risk: Some(vec![Risk::Safe]),
+        ..base()
+    });
+    assert_eq!(
+        decide(&by_risk, &spec("calc"), json!({})),
+        Verdict::Deny,
+        "calc here is normal risk"
+    );
+    let by_plugin = any(RuleDef {
+        plugin: Some(vec!["fs*.wasm".into()]),
+        ..base()
+    });
+    assert_eq!(decide(&by_plugin, &writer, json!({})), Verdict::Allow);
+    assert_eq!(
+        by_plugin
+            .evaluate(&writer, "other.wasm", Some(&json!({})))
+            .verdict,
+        Verdict::Deny
+    );
+}
+
+#[test]
+fn a_dangerous_tool_needs_a_rule_that_names_it() {
+    let mut rm = spec("delete_tree");
+    rm.risk = Risk::Dangerous;
+    let by_glob = policy(vec![rule(&["*"], Verdict::Allow)]);
+    let d = by_glob.evaluate(&rm, "fs.wasm", Some(&json!({})));
+    assert_eq!(d.verdict, Verdict::Deny);
+    assert!(d.reason.contains("names it exactly"), "{}", d.reason);
+    let explained = by_glob.explain(&rm, "fs.wasm", Some(&json!({})));
+    assert!(
+        explained.rules[0]
+            .note
+            .as_deref()
+            .unwrap()
+            .contains("dangerous")
+    );
+    let by_name = policy(vec![
+        rule(&["*"], Verdict::Allow),
+        rule(&["delete_tree"], Verdict::Ask),
+    ]);
+    assert_eq!(decide(&by_name, &rm, json!({})), Verdict::Ask);
+}
+
+#[test]
+fn listing_without_arguments_says_when_they_matter() {
+    let p = policy(vec![
+        rule(&["write_file"], Verdict::Allow),
+        with_when(
+            &["write_file"],
+            Verdict::Deny,
+            &[("/path", glob(".git/**"))],
+        ),
+    ]);
+    let d = p.evaluate(&spec("write_file"), "fs.wasm", None);
+    assert_eq!(d.verdict, Verdict::Allow);
+    assert!(d.depends_on_args);
+    assert!(!p.evaluate(&spec("calc"), "calc.wasm", None).depends_on_args);
+}
+
+#[test]
+fn rules_that_differ_only_in_when_do_not_conflict() {
+    policy(vec![
+        rule(&["a"], Verdict::Allow),
+        with_when(&["a"], Verdict::Deny, &[("/p", glob("x"))]),
+    ]);
+    let e = Policy::compile(vec![
+        with_when(&["a"], Verdict::Allow, &[("/p", glob("x"))]),
+        with_when(&["a"], Verdict::Deny, &[("/p", glob("x"))]),
+    ])
+    .unwrap_err();
+    assert!(e.message.contains("exactly what"), "{}", e.message);
+    let bad = with_when(&["a"], Verdict::Deny, &[("path", glob("x"))]);
+    assert!(
+        Policy::compile(vec![bad])
+            .unwrap_err()
+            .message
+            .contains("JSON pointer")
     );
 }

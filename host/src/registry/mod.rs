@@ -10,7 +10,7 @@ mod load;
 
 pub use load::LoadFailure;
 
-use crate::call::{Arguments, CallRequest};
+use crate::call::Arguments;
 use crate::error::{Error, PluginError};
 use crate::outcome::{CallError, ErrorCode};
 use crate::sandbox::{LoadedPlugin, Origin, Sandbox};
@@ -30,6 +30,14 @@ pub struct Plugin {
 }
 
 impl Plugin {
+    /// The plugin's file name, as policy rules match it (`fs.wasm`).
+    pub fn file_name(&self) -> String {
+        self.file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
     /// Whether its code was compiled now or loaded from the cache.
     pub fn origin(&self) -> Origin {
         self.loaded.origin()
@@ -112,18 +120,13 @@ impl Registry {
     }
 
     /// Pipeline step: finds the tool a call names.
-    pub fn resolve(
-        &self,
-        request: &CallRequest,
-        args: Arguments,
-    ) -> Result<ResolvedCall, CallError> {
-        let tool = self.tools.get(&request.tool).ok_or_else(|| {
+    pub fn resolve(&self, name: &str, args: Arguments) -> Result<ResolvedCall, CallError> {
+        let tool = self.tools.get(name).ok_or_else(|| {
             let known: Vec<&str> = self.tools.keys().map(String::as_str).collect();
             CallError::new(
                 ErrorCode::UnknownTool,
                 format!(
-                    "no tool named `{}`; available tools: {}",
-                    request.tool,
+                    "no tool named `{name}`; available tools: {}",
                     if known.is_empty() {
                         "none".to_owned()
                     } else {

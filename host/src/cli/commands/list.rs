@@ -40,6 +40,7 @@ pub fn run(config: Config, json: bool, printer: Printer) -> Result<ExitStatus, E
                     "filesystem": tool.spec.filesystem,
                     "effects": tool.spec.effects,
                     "decision": decision.verdict,
+                    "depends_on_args": decision.depends_on_args,
                     "reason": decision.reason,
                 })
             })
@@ -67,17 +68,21 @@ pub fn run(config: Config, json: bool, printer: Printer) -> Result<ExitStatus, E
     );
     let plugin_w = width(&|r| r.1.len(), 6);
     printer.out(format!(
-        "{:name_w$}  {:plugin_w$}  {:9}  {:15}  {:6}  EFFECTS",
+        "{:name_w$}  {:plugin_w$}  {:9}  {:15}  {:7}  EFFECTS",
         "NAME", "PLUGIN", "RISK", "FILESYSTEM", "POLICY"
     ));
     for (tool, plugin, decision) in &rows {
         printer.out(format!(
-            "{:name_w$}  {:plugin_w$}  {:9}  {:15}  {:6}  {}",
+            "{:name_w$}  {:plugin_w$}  {:9}  {:15}  {:7}  {}",
             tool.spec.name,
             plugin,
             tool.spec.risk.as_str(),
             tool.spec.filesystem.as_str(),
-            decision.verdict.as_str(),
+            if decision.depends_on_args {
+                "by-args"
+            } else {
+                decision.verdict.as_str()
+            },
             tool.spec.effects
         ));
     }

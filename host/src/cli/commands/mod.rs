@@ -3,3 +3,4 @@
 pub mod call;
 pub mod inspect;
 pub mod list;
+pub mod policy;
