@@ -150,6 +150,8 @@ pub struct CallRequest {
     pub args: String,
     pub cancel: CancelToken,
     pub progress: Option<ProgressSink>,
+    /// An approval id to consume, when the policy asks for one.
+    pub approval: Option<String>,
 }
 
 impl CallRequest {
@@ -162,11 +164,18 @@ impl CallRequest {
             args: args.into(),
             cancel: CancelToken::default(),
             progress: None,
+            approval: None,
         }
     }
 
     pub fn in_session(mut self, session: SessionId) -> Self {
         self.session = session;
+        self
+    }
+
+    /// Consumes approval `id` if the policy asks for one.
+    pub fn with_approval(mut self, id: impl Into<String>) -> Self {
+        self.approval = Some(id.into());
         self
     }
 }

@@ -1,18 +1,23 @@
 //! The controller: the one place that orders the pipeline, and the only path
 //! from a request to a plugin.
 //!
-//! materialize -> resolve -> validate -> authorize -> admit -> run -> check.
-//! Each step takes the previous step's type by value and returns the next,
-//! so the order is checked by the compiler; this file only wires them and
-//! turns the outcome into a [`CallResult`]. It holds no rule of its own.
+//! materialize -> resolve -> validate -> authorize -> guard -> approve -> run
+//! -> check. Each step takes the previous step's type by value and returns
+//! the next, so the order is checked by the compiler; this file wires them,
+//! writes the audit trail (everything before execution is on disk before the
+//! plugin starts), and turns the outcome into a [`CallResult`]. It holds no
+//! rule of its own.
 
 use crate::approval;
+use crate::audit::{Event, Subject};
 use crate::call::{Arguments, CallRequest};
 use crate::config::Config;
 use crate::error::Error;
-use crate::outcome::{CallError, CallResult, Status};
+use crate::guards::Guards;
+use crate::outcome::{CallError, CallResult, ErrorCode, Status};
 use crate::output::{self, CheckedOutput};
 use crate::policy::{Decision, Explanation};
+use crate::records::Records;
 use crate::registry::{Plugin, Registry, Tool};
 use crate::sandbox::{RunContext, Sandbox};
 use crate::schema;
@@ -20,11 +25,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// A loaded host: config, registry and sandbox.
+/// A loaded host: config, registry, guards, records and sandbox.
 #[derive(Debug)]
 pub struct Controller {
     config: Config,
     registry: Registry,
+    guards: Guards,
+    records: Records,
     sandbox: Sandbox,
 }
 
@@ -35,16 +42,33 @@ pub struct Inspection {
     pub tools: Vec<Tool>,
 }
 
+/// What happened on the way, for the audit trail.
+#[derive(Default)]
+struct Trail {
+    events: Vec<Event>,
+    ran: bool,
+    fuel_used: Option<u64>,
+}
+
 impl Controller {
-    /// Sets up the sandbox and loads every plugin. A plugin that fails is
-    /// skipped and listed in [`Registry::failures`]; a duplicate tool name
-    /// is an error.
+    /// Sets up the sandbox, opens the records and loads every plugin. A
+    /// plugin that fails is skipped and listed in [`Registry::failures`]; a
+    /// duplicate tool name is an error.
     pub fn new(config: Config) -> Result<Controller, Error> {
+        let records = Records::open(&config)?;
         let sandbox = Sandbox::new(&config.workspace, &config.state_dir, &config.limits)?;
         let registry = Registry::load(&config.plugins_dir, &sandbox)?;
+        let guards = Guards::new(
+            &config.workspace,
+            config.sandbox,
+            config.budget.clone(),
+            records.store(),
+        )?;
         Ok(Controller {
             config,
             registry,
+            guards,
+            records,
             sandbox,
         })
     }
@@ -66,6 +90,11 @@ impl Controller {
 
     pub fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    /// The approval book and the audit log.
+    pub fn records(&self) -> &Records {
+        &self.records
     }
 
     /// What the policy decides for calls to `tool`, before arguments are
@@ -91,8 +120,13 @@ impl Controller {
     /// Runs one call through the whole pipeline. Always returns a result.
     pub async fn handle(&self, request: CallRequest) -> CallResult {
         let started = Instant::now();
-        let mut fuel_used = None;
-        let outcome = self.pipeline(&request, &mut fuel_used).await;
+        let subject = Subject {
+            call_id: request.call_id.to_string(),
+            session: request.session.as_str().to_owned(),
+            tool: request.tool.clone(),
+        };
+        let mut trail = Trail::default();
+        let outcome = self.pipeline(&request, &subject, &mut trail).await;
         let duration_us = started.elapsed().as_micros() as u64;
         let (status, value, content, error) = match outcome {
             Ok(checked) => {
@@ -101,42 +135,106 @@ impl Controller {
             }
             Err(error) => (error.code.status(), None, None, Some(error)),
         };
-        tracing::debug!(call = %request.call_id, tool = request.tool, ?status, duration_us, "call finished");
+        let last = if trail.ran {
+            Event::Outcome {
+                status: status.as_str(),
+                code: error.as_ref().map(|e| e.code.as_str()),
+                message: error.as_ref().map(|e| e.message.clone()),
+                duration_us,
+                fuel_used: trail.fuel_used,
+                output_bytes: content.as_ref().map_or(0, String::len),
+                value: value.as_ref().map(|v| self.records.audit_log().redact(v)),
+            }
+        } else {
+            let e = error
+                .as_ref()
+                .map_or((ErrorCode::HostError, String::new()), |e| {
+                    (e.code, e.message.clone())
+                });
+            Event::Refused {
+                code: e.0.as_str(),
+                message: e.1,
+            }
+        };
+        trail.events.push(last);
+        if let Err(e) = self.records.audit_log().record(&subject, &trail.events) {
+            tracing::error!(
+                call = subject.call_id,
+                "the audit trail of this call could not be written: {e}"
+            );
+        }
+        tracing::debug!(
+            call = subject.call_id,
+            tool = subject.tool,
+            ?status,
+            duration_us,
+            "call finished"
+        );
         CallResult {
-            call_id: request.call_id.to_string(),
+            call_id: subject.call_id,
             tool: request.tool,
             status,
             value,
             content,
+            approval_id: error.as_ref().and_then(|e| e.approval_id.clone()),
             error,
-            approval_id: None,
             duration_us,
-            fuel_used,
+            fuel_used: trail.fuel_used,
         }
     }
 
     async fn pipeline(
         &self,
         request: &CallRequest,
-        fuel_used: &mut Option<u64>,
+        subject: &Subject,
+        trail: &mut Trail,
     ) -> Result<CheckedOutput, CallError> {
         let args = Arguments::materialize(&request.args)?;
+        let audit = self.records.audit_log();
+        trail.events.push(Event::Call {
+            args: audit.redact(args.value()),
+            args_digest: args.digest().to_owned(),
+        });
         let resolved = self.registry.resolve(&request.tool, args)?;
         let validated = schema::validate(resolved)?;
         let authorized = self
             .config
             .policy
-            .authorize(validated, self.config.sandbox)?;
-        let prepared = approval::admit(authorized)?;
+            .authorize(validated, self.config.sandbox)
+            .map_err(|refusal| approval::policy_refused(refusal, request))?;
+        trail.events.push(Event::policy(authorized.decision()));
+        let admitted = self.guards.check(authorized, &request.session)?;
+        let prepared = self
+            .records
+            .approval_book()
+            .admit(admitted, request, &mut trail.events)?;
+        // Nothing runs unless the trail so far is on disk.
+        audit
+            .record(subject, &std::mem::take(&mut trail.events))
+            .map_err(|e| {
+                CallError::new(
+                    ErrorCode::HostError,
+                    format!("the audit log could not be written, so the call did not run: {e}"),
+                )
+            })?;
+        trail.ran = true;
         let tool = Arc::clone(prepared.tool());
+        let digest = prepared.args().digest().to_owned();
         let cx = RunContext {
             call_id: request.call_id.clone(),
             session: request.session.clone(),
             cancel: request.cancel.clone(),
             progress: request.progress.clone(),
         };
+        let started = Instant::now();
         let execution = self.sandbox.run(prepared, cx).await;
-        *fuel_used = execution.fuel_used;
+        self.guards.record_execution(
+            &request.session,
+            &tool.spec.name,
+            &digest,
+            started.elapsed(),
+        );
+        trail.fuel_used = execution.fuel_used;
         output::check(
             &tool,
             execution.result?,

@@ -54,6 +54,12 @@ pub enum Error {
 
     #[error("cannot set up the sandbox engine: {0}")]
     Engine(String),
+
+    #[error("{source}")]
+    State {
+        path: PathBuf,
+        source: crate::store::StoreError,
+    },
 }
 
 impl Error {
@@ -67,6 +73,7 @@ impl Error {
             Error::Directory { .. } => "DIRECTORY",
             Error::StateInWorkspace { .. } => "STATE_IN_WORKSPACE",
             Error::Engine(_) => "ENGINE",
+            Error::State { .. } => "STATE",
         }
     }
 
@@ -98,6 +105,11 @@ impl Error {
             Error::Engine(_) => {
                 "this is a host problem, not a plugin's: please report it with the message".into()
             }
+            Error::State { path, .. } => format!(
+                "check that `{}` is a writable toolwarden database on a disk with free space; \
+                 if it is damaged, move it aside to start a new one (it holds the approvals and the audit log)",
+                path.display()
+            ),
         }
     }
 }

@@ -25,20 +25,26 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod approval;
+mod audit;
 mod call;
 mod capability;
 pub mod cli;
 mod config;
 mod controller;
 mod error;
+mod guards;
 mod outcome;
 mod output;
 mod policy;
+mod records;
 mod registry;
 mod sandbox;
 mod schema;
 mod spec;
+mod store;
 
+pub use approval::{Approval, DEFAULT_APPROVAL_TTL};
+pub use audit::{DEFAULT_REDACT_KEYS, Record, Verification};
 pub use call::{
     CallId, CallRequest, CancelToken, MAX_ARGS_BYTES, Progress, ProgressSink, SessionId,
 };
@@ -48,6 +54,7 @@ pub use controller::{Controller, Inspection};
 pub use error::{Error, PluginError};
 pub use outcome::{CallError, CallResult, ErrorCode, Status};
 pub use policy::{Decision, Verdict};
+pub use records::Records;
 pub use registry::{LoadFailure, Plugin, Registry, Tool};
 pub use sandbox::{
     EPOCH_TICK, GUEST_WORKSPACE, LOG_BUDGET_BYTES, MAX_CONCURRENT_INSTANCES, MAX_HANDLES,
@@ -57,3 +64,4 @@ pub use schema::{
     ANNOTATION_KEYWORDS, FORMATS, Schema, SchemaError, VALIDATION_KEYWORDS, Violation,
 };
 pub use spec::{Effect, Effects, FsNeed, Risk, ToolSpec};
+pub use store::{AuditFilter, DB_FILE};

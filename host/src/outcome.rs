@@ -21,6 +21,21 @@ pub enum ErrorCode {
     PolicyDenied,
     /// The policy asked for approval and nobody can give it.
     ApprovalUnavailable,
+    /// The policy asks for a person's approval: one is pending (its id is in
+    /// the result); nothing ran.
+    ApprovalRequired,
+    /// The approval given does not fit this call, or was already used.
+    ApprovalInvalid,
+    /// The approval given expired.
+    ApprovalExpired,
+    /// The approval given was denied by a person.
+    ApprovalDenied,
+    /// A guard refused the call (path outside the workspace, sandbox mode).
+    GuardDenied,
+    /// The session used up a budget (calls, calls of this tool, run time).
+    BudgetExceeded,
+    /// The same call with effects already ran in this session.
+    DuplicateCall,
     /// The tool returned its own expected error.
     ToolFailed,
     /// The plugin trapped or panicked: a defect in the plugin.
@@ -48,6 +63,13 @@ impl ErrorCode {
             ErrorCode::InvalidArgs => "INVALID_ARGS",
             ErrorCode::PolicyDenied => "POLICY_DENIED",
             ErrorCode::ApprovalUnavailable => "APPROVAL_UNAVAILABLE",
+            ErrorCode::ApprovalRequired => "APPROVAL_REQUIRED",
+            ErrorCode::ApprovalInvalid => "APPROVAL_INVALID",
+            ErrorCode::ApprovalExpired => "APPROVAL_EXPIRED",
+            ErrorCode::ApprovalDenied => "APPROVAL_DENIED",
+            ErrorCode::GuardDenied => "GUARD_DENIED",
+            ErrorCode::BudgetExceeded => "BUDGET_EXCEEDED",
+            ErrorCode::DuplicateCall => "DUPLICATE_CALL",
             ErrorCode::ToolFailed => "TOOL_FAILED",
             ErrorCode::ToolCrashed => "TOOL_CRASHED",
             ErrorCode::Timeout => "TIMEOUT",
@@ -63,8 +85,14 @@ impl ErrorCode {
     /// The status a result with this error has.
     pub fn status(self) -> Status {
         match self {
-            ErrorCode::PolicyDenied => Status::Denied,
-            ErrorCode::ApprovalUnavailable => Status::PendingApproval,
+            ErrorCode::PolicyDenied
+            | ErrorCode::GuardDenied
+            | ErrorCode::BudgetExceeded
+            | ErrorCode::DuplicateCall
+            | ErrorCode::ApprovalInvalid
+            | ErrorCode::ApprovalExpired
+            | ErrorCode::ApprovalDenied => Status::Denied,
+            ErrorCode::ApprovalUnavailable | ErrorCode::ApprovalRequired => Status::PendingApproval,
             ErrorCode::UnknownTool
             | ErrorCode::InvalidArgs
             | ErrorCode::ToolFailed
@@ -92,6 +120,9 @@ pub struct CallError {
     pub code: ErrorCode,
     /// What happened, in words a model or a person can act on.
     pub message: String,
+    /// The approval this error concerns, if any.
+    #[serde(skip)]
+    pub approval_id: Option<String>,
 }
 
 impl CallError {
@@ -99,7 +130,13 @@ impl CallError {
         CallError {
             code,
             message: message.into(),
+            approval_id: None,
         }
+    }
+
+    pub fn with_approval(mut self, id: String) -> Self {
+        self.approval_id = Some(id);
+        self
     }
 }
 
@@ -117,6 +154,17 @@ pub enum Status {
     Error,
     Denied,
     PendingApproval,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Error => "error",
+            Status::Denied => "denied",
+            Status::PendingApproval => "pending_approval",
+        }
+    }
 }
 
 /// The final, frozen result of one call.
@@ -160,6 +208,13 @@ mod tests {
             ErrorCode::InvalidArgs,
             ErrorCode::PolicyDenied,
             ErrorCode::ApprovalUnavailable,
+            ErrorCode::ApprovalRequired,
+            ErrorCode::ApprovalInvalid,
+            ErrorCode::ApprovalExpired,
+            ErrorCode::ApprovalDenied,
+            ErrorCode::GuardDenied,
+            ErrorCode::BudgetExceeded,
+            ErrorCode::DuplicateCall,
             ErrorCode::ToolFailed,
             ErrorCode::ToolCrashed,
             ErrorCode::Timeout,
@@ -173,7 +228,9 @@ mod tests {
         let names: Vec<_> = all.iter().map(|c| c.as_str()).collect();
         assert_eq!(
             names.join(" "),
-            "UNKNOWN_TOOL INVALID_ARGS POLICY_DENIED APPROVAL_UNAVAILABLE TOOL_FAILED \
+            "UNKNOWN_TOOL INVALID_ARGS POLICY_DENIED APPROVAL_UNAVAILABLE APPROVAL_REQUIRED \
+             APPROVAL_INVALID APPROVAL_EXPIRED APPROVAL_DENIED GUARD_DENIED BUDGET_EXCEEDED \
+             DUPLICATE_CALL TOOL_FAILED \
              TOOL_CRASHED TIMEOUT OUT_OF_FUEL MEMORY_LIMIT CANCELLED OUTPUT_TOO_LARGE \
              INVALID_TOOL_OUTPUT HOST_ERROR"
         );

@@ -100,9 +100,15 @@ impl TestHost {
 
     /// The `toolwarden` binary with this host's directories in its environment.
     pub fn cli(&self) -> Command {
+        self.command(binary())
+    }
+
+    /// `program` with this host's directories in its environment (and its
+    /// config written where the CLI looks for it).
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
         let config = self.workspace.join("toolwarden.toml");
         std::fs::write(&config, &self.config).expect("write config");
-        let mut cmd = Command::new(binary());
+        let mut cmd = Command::new(program);
         cmd.env("TOOLWARDEN_PLUGINS", &self.plugins)
             .env("TOOLWARDEN_WORKSPACE", &self.workspace)
             .env("TOOLWARDEN_STATE", &self.state)

@@ -4,7 +4,10 @@
 
 mod harness;
 
+mod approvals;
+mod audit;
 mod cli;
+mod guards;
 mod limits;
 mod pipeline;
 mod policy;

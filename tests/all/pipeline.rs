@@ -86,14 +86,21 @@ reason = "everything else is fine"
 }
 
 #[test]
-fn ask_with_nobody_to_ask_fails_closed() {
+fn ask_without_an_approval_records_one_and_runs_nothing() {
     let policy = "[[rule]]\ntools = [\"calc\"]\ndecision = \"ask\"\nreason = \"a person must check the numbers\"\n";
     let t = TestHost::new(&[CALC]).config(policy);
     let host = t.controller();
     let r = call(&host, "calc", r#"{"op":"add","a":1,"b":2}"#);
     assert_eq!(r.status, Status::PendingApproval);
-    assert_eq!(r.code(), Some(ErrorCode::ApprovalUnavailable));
+    assert_eq!(r.code(), Some(ErrorCode::ApprovalRequired));
     assert_eq!(r.fuel_used, None, "nothing ran");
+    let id = r.approval_id.expect("the pending approval's id");
+    let pending = host.records().approval(&id).unwrap().expect("persisted");
+    assert_eq!((pending.tool.as_str(), pending.state), ("calc", "pending"));
+    assert_eq!(
+        pending.args,
+        serde_json::json!({"op": "add", "a": 1, "b": 2})
+    );
 }
 
 #[test]

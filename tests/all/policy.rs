@@ -95,7 +95,7 @@ fn explain_shows_each_rule_and_the_decision_without_running() {
     assert_eq!(code, 0);
     let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(doc["decision"]["verdict"], "allow");
-    assert_eq!(doc["decision"]["matched"], serde_json::json!([1]));
+    assert_eq!(doc["decision"]["matched"], serde_json::json!([2]));
 
     let (code, _, stderr) = run_cli(t.cli().args(["policy", "explain", "nope"]));
     assert_eq!(code, 2);
@@ -125,4 +125,20 @@ fn list_marks_decisions_that_depend_on_arguments() {
         (read["decision"].as_str(), read["depends_on_args"].as_bool()),
         (Some("allow"), Some(false))
     );
+}
+
+#[test]
+fn a_dangerous_tool_runs_only_when_a_rule_names_it() {
+    let by_glob = "[[rule]]\ntools = [\"*\"]\ndecision = \"allow\"\nreason = \"anything goes\"\n";
+    let t = TestHost::new(&[toolwarden_tests::DANGEROUS]).config(by_glob);
+    let host = t.controller();
+    let r = call(&host, "purge_everything", "{}");
+    assert_eq!(r.code(), Some(ErrorCode::PolicyDenied), "{r:#?}");
+    assert!(r.error.unwrap().message.contains("dangerous"));
+    let named = format!(
+        "{by_glob}\n[[rule]]\ntools = [\"purge_everything\"]\ndecision = \"allow\"\nreason = \"reviewed\"\n"
+    );
+    let t = t.config(&named);
+    let host = t.controller();
+    assert_eq!(call(&host, "purge_everything", "{}").status, Status::Ok);
 }

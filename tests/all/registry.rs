@@ -137,3 +137,21 @@ fn a_missing_plugins_dir_is_a_clear_error() {
     assert_eq!(err.code(), "PLUGINS_DIR");
     assert!(err.hint().contains("--plugins"));
 }
+
+#[test]
+fn a_schema_outside_the_enforced_subset_is_a_load_error_naming_plugin_tool_keyword_and_pointer() {
+    let t = TestHost::new(&[CALC, toolwarden_tests::BAD_SCHEMA]);
+    let host = t.controller();
+    let failure = &host.registry().failures()[0];
+    let message = format!("{failure} (hint: {})", failure.error.hint());
+    for part in [
+        "bad_schema.wasm",
+        "`loose`",
+        "`multipleOf`",
+        "/properties/n/multipleOf",
+    ] {
+        assert!(message.contains(part), "missing {part:?} in {message}");
+    }
+    assert!(host.registry().get("loose").is_none());
+    assert_still_serves(&host);
+}

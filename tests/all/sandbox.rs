@@ -23,38 +23,54 @@ fn read_works_in_read_only_mode() {
 }
 
 #[test]
-fn write_is_refused_by_the_sandbox_in_read_only_mode() {
-    let t = TestHost::new(&[FS, CALC, HOSTILE]);
+fn a_write_tool_is_refused_by_the_guard_in_a_read_only_session() {
+    let t = TestHost::new(&[FS, CALC]);
     t.file("keep.txt", "original");
     let host = t.controller();
-    // The policy allows it; the read-only preopen is what refuses it.
     let r = call(
         &host,
         "write_file",
         r#"{"path":"keep.txt","content":"changed"}"#,
     );
-    assert_code(&host, &r, ErrorCode::ToolFailed);
-    assert!(r.error.unwrap().message.contains("not permitted"));
-    let r = call(&host, "write_file", r#"{"path":"new.txt","content":"x"}"#);
-    assert_code(&host, &r, ErrorCode::ToolFailed);
+    assert!(
+        r.error
+            .as_ref()
+            .unwrap()
+            .message
+            .contains("--sandbox workspace-write"),
+        "{r:#?}"
+    );
+    assert_eq!(r.status, Status::Denied);
+    assert_code(&host, &r, ErrorCode::GuardDenied);
     assert_eq!(
         std::fs::read_to_string(t.workspace.join("keep.txt")).unwrap(),
         "original"
     );
-    assert!(!t.workspace.join("new.txt").exists());
 }
 
 #[test]
-fn a_tool_that_declares_read_only_cannot_write_even_in_a_write_session() {
-    let t = TestHost::new(&[CALC, HOSTILE]).sandbox(SandboxMode::WorkspaceWrite);
-    let host = t.controller();
-    let r = call(
-        &host,
-        "hostile_sneaky_write",
-        r#"{"path":"/workspace/pwned"}"#,
-    );
-    assert_code(&host, &r, ErrorCode::ToolFailed);
-    assert!(!t.workspace.join("pwned").exists());
+fn write_is_refused_by_the_sandbox_in_read_only_mode() {
+    // `hostile_sneaky_write` declares read-only access, so policy and guards
+    // let it through; the read-only preopen is what refuses the write.
+    for mode in [SandboxMode::ReadOnly, SandboxMode::WorkspaceWrite] {
+        let t = TestHost::new(&[CALC, HOSTILE]).sandbox(mode);
+        t.file("keep.txt", "original");
+        let host = t.controller();
+        for path in ["/workspace/keep.txt", "/workspace/pwned"] {
+            let args = serde_json::json!({ "path": path }).to_string();
+            let r = call(&host, "hostile_sneaky_write", &args);
+            assert!(
+                r.error.as_ref().unwrap().message.contains("not permitted"),
+                "{r:#?}"
+            );
+            assert_code(&host, &r, ErrorCode::ToolFailed);
+        }
+        assert_eq!(
+            std::fs::read_to_string(t.workspace.join("keep.txt")).unwrap(),
+            "original"
+        );
+        assert!(!t.workspace.join("pwned").exists());
+    }
 }
 
 #[test]
@@ -82,12 +98,20 @@ fn traversal_absolute_paths_and_symlinks_do_not_reach_outside() {
     std::os::unix::fs::symlink("../secret.txt", t.workspace.join("relative_link")).unwrap();
     let host = t.controller();
     let secret_path = secret.display().to_string();
+    // The fs tools mark `path` as a workspace path, so the path guard refuses
+    // these before the plugin runs; the hostile tools read and write raw guest
+    // paths, so only the sandbox stands in their way.
     let fails = |tool: &str, extra: serde_json::Value, paths: &[&str]| {
+        let code = if tool.starts_with("hostile_") {
+            ErrorCode::ToolFailed
+        } else {
+            ErrorCode::GuardDenied
+        };
         for path in paths {
             let mut args = extra.clone();
             args["path"] = serde_json::json!(path);
             let r = call(&host, tool, &args.to_string());
-            assert_code(&host, &r, ErrorCode::ToolFailed);
+            assert_code(&host, &r, code);
         }
     };
     let none = serde_json::json!({});

@@ -1,20 +1,35 @@
-//! Turns an authorized call into a [`PreparedCall`], the only thing the
-//! sandbox will run.
+//! One-time approvals, and the step that turns an admitted call into a
+//! [`PreparedCall`], the only thing the sandbox will run.
 //!
 //! An `allow` decision passes straight through. An `ask` decision needs a
-//! person's one-time approval; until approvals are persisted (they arrive
-//! with the governance work), no approver exists, so `ask` fails closed with
-//! APPROVAL_UNAVAILABLE and nothing runs.
+//! person: without an approval id a pending approval is persisted, bound to
+//! the tool, the canonical argument digest, the session, the plugin's
+//! SHA-256, the capability grant and the policy's hash, and the call ends as
+//! `pending_approval`. With an approval id, the approval is consumed (once,
+//! atomically, across processes) only if it was approved, has not expired,
+//! and every binding matches this call as prepared and decided again now.
+//! Nothing is ever cached as a permanent allow.
 
-use crate::call::Arguments;
+use crate::audit::Event;
+use crate::call::{Arguments, CallRequest};
 use crate::capability::Grant;
+use crate::error::Error;
+use crate::guards::AdmittedCall;
 use crate::outcome::{CallError, ErrorCode};
-use crate::policy::{AuthorizedCall, Verdict};
+use crate::policy::Verdict;
 use crate::registry::Tool;
+use crate::store::{ApprovalRow, ApprovalState, Consumed, Store, now_ms};
+use serde::Serialize;
 use std::sync::Arc;
+use std::time::Duration;
 
-/// A call cleared to run: resolved, validated, allowed or approved, with its
-/// grant. Only [`admit`] makes one, and running it consumes it.
+/// How long a pending or approved approval stays usable, unless the config
+/// says otherwise (`[approvals] ttl_seconds`).
+pub const DEFAULT_APPROVAL_TTL: Duration = Duration::from_secs(15 * 60);
+
+/// A call cleared to run: resolved, validated, allowed or approved, guarded,
+/// with its grant. Only [`Approvals::admit`] makes one, and running it
+/// consumes it.
 #[derive(Debug)]
 pub struct PreparedCall {
     tool: Arc<Tool>,
@@ -36,24 +51,253 @@ impl PreparedCall {
     }
 }
 
-/// Pipeline step: lets an allowed call through; an `ask` with nobody to ask
-/// is refused.
-pub fn admit(call: AuthorizedCall) -> Result<PreparedCall, CallError> {
-    let (call, decision, grant) = call.into_parts();
-    match decision.verdict {
-        Verdict::Allow => {
-            let (tool, args) = call.into_resolved().into_parts();
-            Ok(PreparedCall { tool, args, grant })
+/// An approval as a person reviews it: exactly what would run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Approval {
+    pub id: String,
+    pub tool: String,
+    pub args: serde_json::Value,
+    pub args_digest: String,
+    pub session: String,
+    pub plugin_sha256: String,
+    /// Filesystem access the call would get (`none`, `read-only`, `read-write`).
+    pub capability: String,
+    /// Why the policy asked.
+    pub reason: String,
+    pub state: &'static str,
+    pub decided_reason: Option<String>,
+    pub created_ms: i64,
+    pub expires_ms: i64,
+    pub expired: bool,
+}
+
+impl From<ApprovalRow> for Approval {
+    fn from(row: ApprovalRow) -> Approval {
+        Approval {
+            expired: row.expires_ms <= now_ms()
+                && matches!(row.state, ApprovalState::Pending | ApprovalState::Approved),
+            args: serde_json::from_str(&row.args).unwrap_or(serde_json::Value::String(row.args)),
+            id: row.id,
+            tool: row.tool,
+            args_digest: row.args_digest,
+            session: row.session,
+            plugin_sha256: row.plugin_sha256,
+            capability: row.grant_fs,
+            reason: row.reason,
+            state: row.state.as_str(),
+            decided_reason: row.decided_reason,
+            created_ms: row.created_ms,
+            expires_ms: row.expires_ms,
         }
-        Verdict::Ask => Err(CallError::new(
-            ErrorCode::ApprovalUnavailable,
+    }
+}
+
+/// A call that brings an approval is bound to the policy that asked: if the
+/// policy now denies it outright, the approval no longer fits.
+pub fn policy_refused(refusal: CallError, request: &CallRequest) -> CallError {
+    match &request.approval {
+        Some(id) if refusal.code == ErrorCode::PolicyDenied => CallError::new(
+            ErrorCode::ApprovalInvalid,
             format!(
-                "the policy asks for a person's approval before `{}` runs ({}), and no approver \
-                 is available here, so the call did not run",
-                call.resolved().tool().spec.name,
-                decision.reason
+                "approval `{id}` no longer fits: the policy now denies this call ({})",
+                refusal.message
             ),
-        )),
-        Verdict::Deny => Err(CallError::new(ErrorCode::PolicyDenied, decision.reason)),
+        )
+        .with_approval(id.clone()),
+        Some(_) | None => refusal,
+    }
+}
+
+/// The approval book of one host.
+#[derive(Debug)]
+pub struct Approvals {
+    store: Arc<Store>,
+    ttl: Duration,
+    policy_hash: String,
+}
+
+fn state_error(store: &Store, source: crate::store::StoreError) -> Error {
+    Error::State {
+        path: store.path().to_owned(),
+        source,
+    }
+}
+
+/// Without a working approval book nobody can approve: fail closed.
+fn host_error(e: crate::store::StoreError) -> CallError {
+    CallError::new(
+        ErrorCode::ApprovalUnavailable,
+        format!("the approval could not be recorded or read, so the call did not run: {e}"),
+    )
+}
+
+/// Which binding of an approved approval does not fit this call.
+fn mismatch(approved: &ApprovalRow, now: &ApprovalRow) -> &'static str {
+    if approved.tool != now.tool {
+        "it was approved for another tool"
+    } else if approved.args_digest != now.args_digest {
+        "the arguments differ from the approved ones"
+    } else if approved.session != now.session {
+        "it was approved for another session"
+    } else if approved.plugin_sha256 != now.plugin_sha256 {
+        "the plugin changed since it was approved"
+    } else if approved.grant_fs != now.grant_fs {
+        "the capability the call would get changed since it was approved"
+    } else {
+        "the policy changed since it was approved"
+    }
+}
+
+impl Approvals {
+    pub fn new(store: Arc<Store>, ttl: Duration, policy_hash: String) -> Approvals {
+        Approvals {
+            store,
+            ttl,
+            policy_hash,
+        }
+    }
+
+    /// Pipeline step: lets an allowed call through; for an `ask`, asks for an
+    /// approval or consumes the one the request brings.
+    pub fn admit(
+        &self,
+        call: AdmittedCall,
+        request: &CallRequest,
+        events: &mut Vec<Event>,
+    ) -> Result<PreparedCall, CallError> {
+        let (validated, decision, grant) = call.into_authorized().into_parts();
+        let (tool, args) = validated.into_resolved().into_parts();
+        match decision.verdict {
+            Verdict::Allow => return Ok(PreparedCall { tool, args, grant }),
+            Verdict::Deny => return Err(CallError::new(ErrorCode::PolicyDenied, decision.reason)),
+            Verdict::Ask => {}
+        }
+        let now = now_ms();
+        let this_call = ApprovalRow {
+            id: uuid::Uuid::now_v7().to_string(),
+            tool: tool.spec.name.clone(),
+            args: args.canonical().to_owned(),
+            args_digest: args.digest().to_owned(),
+            session: request.session.as_str().to_owned(),
+            plugin_sha256: tool.plugin.sha256.clone(),
+            grant_fs: grant.fs.as_str().to_owned(),
+            policy_hash: self.policy_hash.clone(),
+            reason: decision.reason,
+            state: ApprovalState::Pending,
+            decided_reason: None,
+            created_ms: now,
+            expires_ms: now + self.ttl.as_millis() as i64,
+            decided_ms: None,
+            consumed_ms: None,
+        };
+        let Some(id) = &request.approval else {
+            self.store.insert_approval(&this_call).map_err(host_error)?;
+            events.push(Event::ApprovalAsked {
+                approval_id: this_call.id.clone(),
+                expires_ms: this_call.expires_ms,
+            });
+            return Err(CallError::new(
+                ErrorCode::ApprovalRequired,
+                format!(
+                    "the policy asks for a person's approval before this call runs ({}); nothing ran. \
+                     Review it with `toolwarden approvals show {id}`, approve it with \
+                     `toolwarden approvals approve {id}`, then repeat the same call with `--approval {id}`",
+                    this_call.reason,
+                    id = this_call.id
+                ),
+            )
+            .with_approval(this_call.id));
+        };
+        let refused =
+            |code, message: String| Err(CallError::new(code, message).with_approval(id.clone()));
+        match self
+            .store
+            .consume_approval(id, &this_call, now)
+            .map_err(host_error)?
+        {
+            Consumed::Now(_) => {
+                events.push(Event::ApprovalConsumed {
+                    approval_id: id.clone(),
+                });
+                Ok(PreparedCall { tool, args, grant })
+            }
+            Consumed::Missing => refused(
+                ErrorCode::ApprovalInvalid,
+                format!("there is no approval `{id}`"),
+            ),
+            Consumed::Expired(_) => refused(
+                ErrorCode::ApprovalExpired,
+                format!(
+                    "approval `{id}` expired before it was used; repeat the call without `--approval` to ask again"
+                ),
+            ),
+            Consumed::Mismatch(approved) => refused(
+                ErrorCode::ApprovalInvalid,
+                format!(
+                    "approval `{id}` does not fit this call: {}; nothing ran",
+                    mismatch(&approved, &this_call)
+                ),
+            ),
+            Consumed::NotApproved(row) => match row.state {
+                ApprovalState::Pending => refused(
+                    ErrorCode::ApprovalRequired,
+                    format!(
+                        "approval `{id}` has not been decided yet; approve it with `toolwarden approvals approve {id}`"
+                    ),
+                ),
+                ApprovalState::Denied => refused(
+                    ErrorCode::ApprovalDenied,
+                    format!(
+                        "approval `{id}` was denied{}",
+                        row.decided_reason
+                            .map(|r| format!(": {r}"))
+                            .unwrap_or_default()
+                    ),
+                ),
+                ApprovalState::Approved | ApprovalState::Consumed => refused(
+                    ErrorCode::ApprovalInvalid,
+                    format!("approval `{id}` was already used; an approval runs one call once"),
+                ),
+            },
+        }
+    }
+
+    /// Every approval, newest first.
+    pub fn list(&self) -> Result<Vec<Approval>, Error> {
+        Ok(self
+            .store
+            .approvals()
+            .map_err(|e| state_error(&self.store, e))?
+            .into_iter()
+            .map(Approval::from)
+            .collect())
+    }
+
+    pub fn get(&self, id: &str) -> Result<Option<Approval>, Error> {
+        Ok(self
+            .store
+            .approval(id)
+            .map_err(|e| state_error(&self.store, e))?
+            .map(Approval::from))
+    }
+
+    /// Approves or denies a pending approval. Returns it as it is now, and
+    /// whether this call changed it (a decided or expired one stays as is).
+    pub fn decide(
+        &self,
+        id: &str,
+        approve: bool,
+        reason: Option<&str>,
+    ) -> Result<Option<(Approval, bool)>, Error> {
+        let state = if approve {
+            ApprovalState::Approved
+        } else {
+            ApprovalState::Denied
+        };
+        let row = self
+            .store
+            .decide_approval(id, state, reason, now_ms())
+            .map_err(|e| state_error(&self.store, e))?;
+        Ok(row.map(|(row, changed)| (Approval::from(row), changed)))
     }
 }

@@ -86,9 +86,25 @@ pub enum Command {
         /// Print one JSON object with every detail of the result
         #[arg(long)]
         json: bool,
-        /// The agent session the call belongs to [default: a fresh one]
+        /// The agent session the call belongs to [default: a fresh one, or the
+        /// approval's session with --approval]
         #[arg(long, value_name = "ID")]
         session: Option<String>,
+        /// Consume this approved approval (see `toolwarden approvals`)
+        #[arg(long, value_name = "ID")]
+        approval: Option<String>,
+    },
+    /// Review and decide approvals that the policy asked for
+    Approvals {
+        #[command(subcommand)]
+        command: ApprovalsCommand,
+    },
+    /// Read and verify the audit log
+    Audit {
+        #[command(subcommand)]
+        command: Option<AuditCommand>,
+        #[command(flatten)]
+        filter: AuditArgs,
     },
 }
 
@@ -104,4 +120,61 @@ pub enum PolicyCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ApprovalsCommand {
+    /// Every approval, newest first
+    List {
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Exactly what an approval would run: tool, full arguments, capability, reason, expiry
+    Show {
+        id: String,
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve a pending approval: the bound call may then run once
+    Approve {
+        id: String,
+        /// Why (kept in the audit log)
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Deny a pending approval: the bound call never runs
+    Deny {
+        id: String,
+        /// Why (kept in the audit log)
+        #[arg(long)]
+        reason: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Check the hash chain; exit 1 and name the first bad record if it is broken
+    Verify {
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+    /// Only records this recent: 30s, 10m, 2h, 7d, or milliseconds since the epoch
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
+    /// Only records of this tool
+    #[arg(long)]
+    pub tool: Option<String>,
+    /// Only records of this call
+    #[arg(long, value_name = "ID")]
+    pub call: Option<String>,
 }

@@ -15,7 +15,7 @@ pub use args::Cli;
 use crate::config::{Config, ConfigBuilder};
 use crate::error::Error;
 use crate::outcome::Status;
-use args::{Command, GlobalArgs, PolicyCommand};
+use args::{ApprovalsCommand, AuditCommand, Command, GlobalArgs, PolicyCommand};
 use clap::Parser;
 use printer::Printer;
 use std::process::ExitCode;
@@ -115,6 +115,37 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
             args,
             json,
             session,
-        } => commands::call::run(config, tool, args, session, json, printer),
+            approval,
+        } => commands::call::run(
+            config,
+            commands::call::Options {
+                tool,
+                args,
+                session,
+                approval,
+                json,
+            },
+            printer,
+        ),
+        Command::Approvals { command } => match command {
+            ApprovalsCommand::List { json } => commands::approvals::list(&config, json, printer),
+            ApprovalsCommand::Show { id, json } => {
+                commands::approvals::show(&config, &id, json, printer)
+            }
+            ApprovalsCommand::Approve { id, reason } => {
+                commands::approvals::decide(&config, &id, true, reason, printer)
+            }
+            ApprovalsCommand::Deny { id, reason } => {
+                commands::approvals::decide(&config, &id, false, reason, printer)
+            }
+        },
+        Command::Audit {
+            command: Some(AuditCommand::Verify { json }),
+            ..
+        } => commands::audit::verify(&config, json, printer),
+        Command::Audit {
+            command: None,
+            filter,
+        } => commands::audit::list(&config, &filter, printer),
     }
 }

@@ -26,6 +26,7 @@
 
 use super::limits::{Limits, MAX_MEMORY_MB, MAX_OUTPUT_KB, MAX_TIMEOUT_MS};
 use crate::error::Error;
+use crate::guards::Budget;
 use crate::policy::{ArgPattern, RuleDef, Verdict};
 use crate::spec::{Effect, FsNeed, Risk};
 use serde::Deserialize;
@@ -40,6 +41,12 @@ struct FileConfig {
     #[serde(default)]
     limits: Option<Spanned<LimitsTable>>,
     #[serde(default)]
+    approvals: Option<Spanned<ApprovalsTable>>,
+    #[serde(default)]
+    audit: Option<AuditTable>,
+    #[serde(default)]
+    budget: Option<Spanned<BudgetTable>>,
+    #[serde(default)]
     rule: Vec<Spanned<RuleTable>>,
 }
 
@@ -50,6 +57,28 @@ struct LimitsTable {
     fuel: Option<u64>,
     memory_mb: Option<u64>,
     max_output_kb: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApprovalsTable {
+    ttl_seconds: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BudgetTable {
+    max_calls: Option<u64>,
+    max_calls_per_tool: Option<u64>,
+    max_run_ms: Option<u64>,
+    #[serde(default)]
+    allow_duplicate_calls: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AuditTable {
+    redact_keys: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -70,7 +99,13 @@ struct RuleTable {
 pub(super) struct Parsed {
     pub limits: Limits,
     pub rules: Vec<RuleDef>,
+    pub approval_ttl: Duration,
+    pub redact_keys: Vec<String>,
+    pub budget: Budget,
 }
+
+/// Longest approval lifetime a config may set: a day.
+const MAX_APPROVAL_TTL_SECONDS: u64 = 24 * 3600;
 
 /// A config error that does not yet know the file's name.
 pub(super) struct FileError {
@@ -98,8 +133,10 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
     let file: FileConfig = toml::from_str(text).map_err(|e| FileError {
         line: e.span().map(|s| line_of(text, s.start)),
         message: e.message().to_owned(),
-        hint: "see the policy format in the README: `[limits]` takes timeout_ms, fuel, \
-               memory_mb, max_output_kb; each `[[rule]]` takes tools, decision, reason"
+        hint: "see the config format in the README: `[limits]` takes timeout_ms, fuel, \
+               memory_mb, max_output_kb; `[approvals]` ttl_seconds; `[audit]` redact_keys; `[budget]` max_calls, \
+               max_calls_per_tool, max_run_ms, allow_duplicate_calls; each \
+               `[[rule]]` takes tools, plugin, risk, effects, filesystem, when, decision, reason"
             .into(),
     })?;
     let limits = match file.limits {
@@ -138,7 +175,58 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
             reason: rule.reason,
         });
     }
-    Ok(Parsed { limits, rules })
+    let approval_ttl = match file.approvals {
+        None => crate::approval::DEFAULT_APPROVAL_TTL,
+        Some(table) => {
+            let line = line_of(text, table.span().start);
+            let default = crate::approval::DEFAULT_APPROVAL_TTL.as_secs();
+            let seconds = bounded(
+                "ttl_seconds",
+                table.into_inner().ttl_seconds,
+                default,
+                MAX_APPROVAL_TTL_SECONDS,
+            )
+            .map_err(|message| FileError {
+                line: Some(line),
+                message: message.replace("limits.", "approvals."),
+                hint: "choose a value inside the allowed range".into(),
+            })?;
+            Duration::from_secs(seconds)
+        }
+    };
+    let redact_keys = file.audit.and_then(|a| a.redact_keys).unwrap_or_else(|| {
+        crate::audit::DEFAULT_REDACT_KEYS
+            .iter()
+            .map(|k| k.to_string())
+            .collect()
+    });
+    let budget = match file.budget {
+        None => Budget::default(),
+        Some(table) => {
+            let line = line_of(text, table.span().start);
+            let table = table.into_inner();
+            if [table.max_calls, table.max_calls_per_tool, table.max_run_ms].contains(&Some(0)) {
+                return Err(FileError {
+                    line: Some(line),
+                    message: "a `[budget]` limit is 0, which would refuse every call".into(),
+                    hint: "leave the key out for no limit, or set at least 1".into(),
+                });
+            }
+            Budget {
+                max_calls: table.max_calls,
+                max_calls_per_tool: table.max_calls_per_tool,
+                max_run_time: table.max_run_ms.map(Duration::from_millis),
+                allow_duplicate_calls: table.allow_duplicate_calls,
+            }
+        }
+    };
+    Ok(Parsed {
+        limits,
+        rules,
+        approval_ttl,
+        redact_keys,
+        budget,
+    })
 }
 
 fn arg_pattern(value: &toml::Value) -> Result<ArgPattern, String> {

@@ -62,6 +62,11 @@ pub struct Config {
     pub(crate) sandbox: SandboxMode,
     pub(crate) limits: Limits,
     pub(crate) policy: Policy,
+    /// SHA-256 of the config text: approvals are bound to the policy that asked.
+    pub(crate) policy_hash: String,
+    pub(crate) approval_ttl: std::time::Duration,
+    pub(crate) redact_keys: Vec<String>,
+    pub(crate) budget: crate::guards::Budget,
 }
 
 impl Config {
@@ -182,6 +187,7 @@ impl ConfigBuilder {
             .clone()
             .unwrap_or_else(|| PathBuf::from("<config>"));
         let parsed = file::parse(&text).map_err(|e| e.at(&shown))?;
+        let policy_hash = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(text.as_bytes()));
         let policy = Policy::compile(parsed.rules).map_err(|e| Error::Config {
             path: shown.clone(),
             line: e.line,
@@ -213,6 +219,10 @@ impl ConfigBuilder {
             sandbox: self.sandbox,
             limits: parsed.limits,
             policy,
+            policy_hash,
+            approval_ttl: parsed.approval_ttl,
+            redact_keys: parsed.redact_keys,
+            budget: parsed.budget,
         })
     }
 }

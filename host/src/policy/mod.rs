@@ -38,7 +38,8 @@ pub struct PolicyError {
 #[derive(Clone, Debug, Serialize)]
 pub struct Decision {
     pub verdict: Verdict,
-    /// Indices of the rules that decided (empty: the default applied).
+    /// Numbers (1-based, in file order) of the rules that matched; empty
+    /// when the default applied.
     pub matched: Vec<usize>,
     /// Never empty: the deciding rule's reason, or why the default applied.
     pub reason: String,
@@ -142,7 +143,7 @@ impl Policy {
                 matched: reports
                     .iter()
                     .filter(|r| r.matched)
-                    .map(|r| r.rule - 1)
+                    .map(|r| r.rule)
                     .collect(),
                 reason: rule.describe(),
                 depends_on_args,
@@ -219,6 +220,14 @@ pub struct AuthorizedCall {
 }
 
 impl AuthorizedCall {
+    pub fn call(&self) -> &ValidatedCall {
+        &self.call
+    }
+
+    pub fn decision(&self) -> &Decision {
+        &self.decision
+    }
+
     pub(crate) fn into_parts(self) -> (ValidatedCall, Decision, Grant) {
         (self.call, self.decision, self.grant)
     }

@@ -84,6 +84,16 @@ impl Schema {
     }
 }
 
+impl Schema {
+    /// JSON pointers of the strings in `value` that the schema marks with
+    /// `"format": "path"` (workspace paths, checked by the path guard).
+    pub fn path_pointers(&self, value: &Value) -> Vec<String> {
+        let mut out = Vec::new();
+        validate::paths(self, &self.root, value, &mut String::new(), &mut out);
+        out
+    }
+}
+
 /// Joins violations of `what` (e.g. "the arguments") into one message a
 /// model can act on.
 pub fn describe(what: &str, violations: &[Violation]) -> String {

@@ -144,3 +144,18 @@ fn violations_are_bounded() {
     assert!(v.len() <= MAX_VIOLATIONS + 1);
     assert!(describe("x", &v).contains("more"));
 }
+
+#[test]
+fn path_pointers_find_every_path_argument() {
+    let s = schema(json!({
+        "$defs": {"p": {"type": "string", "format": "path"}},
+        "type": "object",
+        "properties": {
+            "from": {"$ref": "#/$defs/p"},
+            "to": {"type": "array", "items": {"$ref": "#/$defs/p"}},
+            "note": {"type": "string"}
+        }
+    }));
+    let found = s.path_pointers(&json!({"from": "a", "to": ["b", "c"], "note": "d"}));
+    assert_eq!(found, ["/from", "/to/0", "/to/1"]);
+}

@@ -292,3 +292,47 @@ pub(super) fn check(
         }
     }
 }
+
+/// Collects the pointers of strings marked `"format": "path"` in a value that
+/// already passed validation.
+pub(super) fn paths(
+    schema: &Schema,
+    node: &Node,
+    v: &Value,
+    ptr: &mut String,
+    out: &mut Vec<String>,
+) {
+    if let Some(index) = node.reference {
+        paths(schema, &schema.defs[index], v, ptr, out);
+    }
+    if node.path && v.is_string() && !out.contains(ptr) {
+        out.push(ptr.clone());
+    }
+    match v {
+        Value::Object(map) => {
+            for (key, value) in map {
+                let sub = match (node.properties.get(key), &node.additional) {
+                    (Some(sub), _) => sub,
+                    (None, Additional::Schema(sub)) => sub,
+                    (None, Additional::Allowed | Additional::Denied) => continue,
+                };
+                let len = push_token(ptr, key);
+                paths(schema, sub, value, ptr, out);
+                ptr.truncate(len);
+            }
+        }
+        Value::Array(items) => {
+            if let Some(sub) = &node.items {
+                for (i, item) in items.iter().enumerate() {
+                    let len = push_token(ptr, &i.to_string());
+                    paths(schema, sub, item, ptr, out);
+                    ptr.truncate(len);
+                }
+            }
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
+    }
+    for sub in node.any_of.iter().chain(&node.one_of) {
+        paths(schema, sub, v, ptr, out);
+    }
+}

@@ -1,23 +1,24 @@
 //! `toolwarden call TOOL [ARGS|-]`: one call through the full pipeline.
 
-use crate::call::{CallRequest, SessionId};
+use crate::call::{CallId, CallRequest, SessionId};
 use crate::cli::ExitStatus;
-use crate::cli::printer::Printer;
+use crate::cli::printer::{Printer, timestamp};
 use crate::config::Config;
 use crate::controller::Controller;
 use crate::error::Error;
-use crate::outcome::Status;
-use std::io::Read;
+use crate::outcome::{CallResult, ErrorCode, Status};
+use std::io::{BufRead, IsTerminal, Read, Write};
 
-pub fn run(
-    config: Config,
-    tool: String,
-    args: Option<String>,
-    session: Option<String>,
-    json: bool,
-    printer: Printer,
-) -> Result<ExitStatus, Error> {
-    let args = match args.as_deref() {
+pub struct Options {
+    pub tool: String,
+    pub args: Option<String>,
+    pub session: Option<String>,
+    pub approval: Option<String>,
+    pub json: bool,
+}
+
+pub fn run(config: Config, opts: Options, printer: Printer) -> Result<ExitStatus, Error> {
+    let args = match opts.args.as_deref() {
         Some("-") => {
             let mut text = String::new();
             if let Err(e) = std::io::stdin().read_to_string(&mut text) {
@@ -32,34 +33,95 @@ pub fn run(
         Some(text) => text.to_owned(),
         None => "{}".to_owned(),
     };
+    let interactive = !opts.json
+        && opts.args.as_deref() != Some("-")
+        && std::io::stdin().is_terminal()
+        && std::io::stderr().is_terminal();
     let host = Controller::new(config)?;
     for failure in host.registry().failures() {
         printer.error(failure, Some(&failure.error.hint()));
     }
-    let mut request = CallRequest::new(tool, args);
-    if let Some(id) = session {
-        request = request.in_session(SessionId::from(id));
-    }
+    // An approval belongs to the session it was asked in; a CLI call that
+    // brings one without naming a session continues that session.
+    let session = match (opts.session, &opts.approval) {
+        (Some(id), _) => SessionId::from(id),
+        (None, Some(approval)) => host
+            .records()
+            .approval(approval)?
+            .map(|a| SessionId::from(a.session))
+            .unwrap_or_default(),
+        (None, None) => SessionId::new(),
+    };
+    let mut request = CallRequest::new(opts.tool, args).in_session(session);
+    request.approval = opts.approval;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| Error::Engine(format!("cannot start the async runtime: {e}")))?;
-    let result = runtime.block_on(host.handle(request));
-    if json {
-        printer.json(&result);
+    let mut result = runtime.block_on(host.handle(request.clone()));
+    if interactive
+        && result.code() == Some(ErrorCode::ApprovalRequired)
+        && let Some(id) = result.approval_id.clone()
+        && prompt(&host, &id, printer)?
+    {
+        // Approved or declined, the call now carries its decided approval:
+        // it runs once, or ends as APPROVAL_DENIED in the audit log.
+        request.call_id = CallId::new();
+        request.approval = Some(id);
+        result = runtime.block_on(host.handle(request));
+    }
+    print(&result, opts.json, printer);
+    Ok(result.status.into())
+}
+
+/// Shows what would run and asks; anything but `y` or `yes` denies. Returns
+/// whether the approval was decided.
+fn prompt(host: &Controller, id: &str, printer: Printer) -> Result<bool, Error> {
+    let Some(a) = host.records().approval(id)? else {
+        return Ok(false);
+    };
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(
+        err,
+        "The policy asks before this call runs: {}\n  tool        {}\n  arguments   {}\n  capability  filesystem {}\n  expires     {}\nRun it once? [y/N] ",
+        a.reason,
+        a.tool,
+        a.args,
+        a.capability,
+        timestamp(a.expires_ms)
+    );
+    let mut answer = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut answer);
+    let approve = matches!(answer.trim().to_lowercase().as_str(), "y" | "yes");
+    let reason = if approve {
+        "approved at the terminal prompt"
     } else {
-        match (&result.content, &result.error) {
-            (Some(content), _) => printer.out(content),
-            (None, Some(error)) => {
-                let label = match result.status {
-                    Status::Denied => "denied",
-                    Status::PendingApproval => "not run",
-                    Status::Ok | Status::Error => "error",
-                };
-                printer.out(format!("{label} [{}]: {}", error.code, error.message));
-            }
-            (None, None) => {}
+        "declined at the terminal prompt"
+    };
+    match host.records().decide(id, approve, Some(reason))? {
+        Some(_) => Ok(true),
+        None => {
+            printer.error(format!("approval `{id}` disappeared"), None);
+            Ok(false)
         }
     }
-    Ok(result.status.into())
+}
+
+fn print(result: &CallResult, json: bool, printer: Printer) {
+    if json {
+        printer.json(result);
+        return;
+    }
+    match (&result.content, &result.error) {
+        (Some(content), _) => printer.out(content),
+        (None, Some(error)) => {
+            let label = match result.status {
+                Status::Denied => "denied",
+                Status::PendingApproval => "not run",
+                Status::Ok | Status::Error => "error",
+            };
+            printer.out(format!("{label} [{}]: {}", error.code, error.message));
+        }
+        (None, None) => {}
+    }
 }

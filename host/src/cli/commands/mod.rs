@@ -1,5 +1,7 @@
 //! One module per subcommand.
 
+pub mod approvals;
+pub mod audit;
 pub mod call;
 pub mod inspect;
 pub mod list;

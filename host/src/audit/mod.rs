@@ -1,0 +1,218 @@
+//! The audit log: every call and every decision, append-only and chained.
+//!
+//! Each record stores a SHA-256 over all of its fields and the previous
+//! record's hash, so altering, removing or reordering any record breaks the
+//! chain from that point, and [`Audit::verify`] names the first bad record.
+//! What the chain cannot show: records cut off the end of the log (there is
+//! no later record to disagree); anchor the last hash elsewhere for that.
+//! Arguments and outputs pass through a [`Redactor`] before they are stored.
+
+mod redact;
+
+pub use redact::{DEFAULT_REDACT_KEYS, Redactor};
+
+use crate::store::{AuditFilter, AuditRow, NewAuditRow, Store, StoreError, now_ms};
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+
+/// One thing that happened to a call.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Event {
+    /// The call as materialized (arguments redacted) and its digest.
+    Call {
+        args: Value,
+        args_digest: String,
+    },
+    /// What the policy decided.
+    Policy {
+        verdict: &'static str,
+        matched_rules: Vec<usize>,
+        reason: String,
+    },
+    /// The call stopped before running (unknown tool, invalid arguments,
+    /// policy or guard denial, approval problem).
+    Refused {
+        code: &'static str,
+        message: String,
+    },
+    ApprovalAsked {
+        approval_id: String,
+        expires_ms: i64,
+    },
+    ApprovalDecided {
+        approval_id: String,
+        approved: bool,
+        reason: Option<String>,
+    },
+    ApprovalConsumed {
+        approval_id: String,
+    },
+    /// How the execution ended.
+    Outcome {
+        status: &'static str,
+        code: Option<&'static str>,
+        message: Option<String>,
+        duration_us: u64,
+        fuel_used: Option<u64>,
+        output_bytes: usize,
+        value: Option<Value>,
+    },
+}
+
+impl Event {
+    /// The policy's decision, as recorded.
+    pub fn policy(decision: &crate::policy::Decision) -> Event {
+        Event::Policy {
+            verdict: decision.verdict.as_str(),
+            matched_rules: decision.matched.clone(),
+            reason: decision.reason.clone(),
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            Event::Call { .. } => "call",
+            Event::Policy { .. } => "policy",
+            Event::Refused { .. } => "refused",
+            Event::ApprovalAsked { .. } => "approval_asked",
+            Event::ApprovalDecided { .. } => "approval_decided",
+            Event::ApprovalConsumed { .. } => "approval_consumed",
+            Event::Outcome { .. } => "outcome",
+        }
+    }
+}
+
+/// Which call the events belong to.
+#[derive(Clone, Debug)]
+pub struct Subject {
+    pub call_id: String,
+    pub session: String,
+    pub tool: String,
+}
+
+/// A stored record, for display.
+#[derive(Clone, Debug, Serialize)]
+pub struct Record {
+    pub seq: i64,
+    pub ts_ms: i64,
+    pub call_id: String,
+    pub session: String,
+    pub tool: String,
+    pub kind: String,
+    pub data: Value,
+    pub hash: String,
+}
+
+/// The result of checking the chain.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Verification {
+    Intact { records: i64 },
+    Broken { seq: i64, problem: String },
+}
+
+#[derive(Debug)]
+pub struct Audit {
+    store: Arc<Store>,
+    redactor: Redactor,
+}
+
+/// The chain hash of one record: SHA-256 over an unambiguous JSON encoding
+/// of every field and the previous hash.
+fn record_hash(seq: i64, row: &NewAuditRow, prev: &str) -> String {
+    let fields = serde_json::json!([
+        seq,
+        row.ts_ms,
+        row.call_id,
+        row.session,
+        row.tool,
+        row.kind,
+        row.data,
+        prev
+    ]);
+    hex::encode(Sha256::digest(fields.to_string().as_bytes()))
+}
+
+impl Audit {
+    pub fn new(store: Arc<Store>, redactor: Redactor) -> Audit {
+        Audit { store, redactor }
+    }
+
+    pub fn redact(&self, value: &Value) -> Value {
+        self.redactor.redact(value)
+    }
+
+    /// Appends `events` for `subject` in one transaction.
+    pub fn record(&self, subject: &Subject, events: &[Event]) -> Result<(), StoreError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let ts_ms = now_ms();
+        let rows: Vec<NewAuditRow> = events
+            .iter()
+            .map(|event| NewAuditRow {
+                ts_ms,
+                call_id: subject.call_id.clone(),
+                session: subject.session.clone(),
+                tool: subject.tool.clone(),
+                kind: event.kind().to_owned(),
+                data: serde_json::to_string(event)
+                    .unwrap_or_else(|e| format!("{{\"unserializable\":\"{e}\"}}")),
+            })
+            .collect();
+        self.store.append_audit(&rows, &record_hash)
+    }
+
+    pub fn records(&self, filter: &AuditFilter) -> Result<Vec<Record>, StoreError> {
+        Ok(self
+            .store
+            .audit_rows(filter)?
+            .into_iter()
+            .map(|AuditRow { seq, row, hash, .. }| Record {
+                seq,
+                ts_ms: row.ts_ms,
+                data: serde_json::from_str(&row.data).unwrap_or(Value::String(row.data)),
+                call_id: row.call_id,
+                session: row.session,
+                tool: row.tool,
+                kind: row.kind,
+                hash,
+            })
+            .collect())
+    }
+
+    /// Walks the whole chain and reports the first record that does not fit.
+    pub fn verify(&self) -> Result<Verification, StoreError> {
+        let rows = self.store.audit_rows(&AuditFilter::default())?;
+        let mut prev = crate::store::GENESIS.to_owned();
+        for (i, row) in rows.iter().enumerate() {
+            let expected_seq = i as i64 + 1;
+            let broken = |problem: String| {
+                Ok(Verification::Broken {
+                    seq: row.seq,
+                    problem,
+                })
+            };
+            if row.seq != expected_seq {
+                return broken(format!(
+                    "expected record {expected_seq} here: records were removed or reordered"
+                ));
+            }
+            if row.prev_hash != prev {
+                return broken("its link to the previous record is wrong: a record before it was altered, removed or reordered".into());
+            }
+            if record_hash(row.seq, &row.row, &row.prev_hash) != row.hash {
+                return broken(
+                    "its content does not match its hash: the record was altered".into(),
+                );
+            }
+            prev = row.hash.clone();
+        }
+        Ok(Verification::Intact {
+            records: rows.len() as i64,
+        })
+    }
+}

@@ -1,0 +1,96 @@
+//! `toolwarden audit [--json] [--since] [--tool] [--call]` and `audit verify`.
+
+use crate::audit::Verification;
+use crate::cli::ExitStatus;
+use crate::cli::args::AuditArgs;
+use crate::cli::printer::{Printer, timestamp};
+use crate::config::Config;
+use crate::error::Error;
+use crate::records::Records;
+use crate::store::{AuditFilter, now_ms};
+
+/// `30s`, `10m`, `2h`, `7d` ago, or milliseconds since the epoch.
+fn since_ms(text: &str) -> Option<i64> {
+    if let Ok(ms) = text.parse::<i64>() {
+        return Some(ms);
+    }
+    let (number, unit) = text.split_at(text.len().checked_sub(1)?);
+    let n: i64 = number.parse().ok()?;
+    let seconds = match unit {
+        "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        "d" => n * 86400,
+        _ => return None,
+    };
+    Some(now_ms() - seconds * 1000)
+}
+
+pub fn list(config: &Config, args: &AuditArgs, printer: Printer) -> Result<ExitStatus, Error> {
+    let since = match args.since.as_deref().map(|s| (s, since_ms(s))) {
+        None => None,
+        Some((_, Some(ms))) => Some(ms),
+        Some((text, None)) => {
+            printer.error(
+                format!("`--since {text}` is not a time"),
+                Some("use 30s, 10m, 2h, 7d, or milliseconds since the epoch"),
+            );
+            return Ok(ExitStatus::Error);
+        }
+    };
+    let filter = AuditFilter {
+        since_ms: since,
+        tool: args.tool.clone(),
+        call_id: args.call.clone(),
+        limit: None,
+    };
+    let records = Records::open(config)?.audit(&filter)?;
+    if args.json {
+        printer.json(&records);
+        return Ok(ExitStatus::Success);
+    }
+    for r in &records {
+        let mut data = r.data.clone();
+        if let Some(map) = data.as_object_mut() {
+            map.remove("kind");
+        }
+        let mut summary = data.to_string();
+        if let Some((cut, _)) = summary.char_indices().nth(160) {
+            summary.truncate(cut);
+            summary.push('…');
+        }
+        let call: String = r.call_id.chars().take(13).collect();
+        printer.out(format!(
+            "{:>6}  {}  {:13}  {:20}  {:17}  {summary}",
+            r.seq,
+            timestamp(r.ts_ms),
+            call,
+            r.tool,
+            r.kind
+        ));
+    }
+    Ok(ExitStatus::Success)
+}
+
+pub fn verify(config: &Config, json: bool, printer: Printer) -> Result<ExitStatus, Error> {
+    let verification = Records::open(config)?.verify()?;
+    if json {
+        printer.json(&verification);
+    }
+    match verification {
+        Verification::Intact { records } => {
+            if !json {
+                printer.out(format!(
+                    "audit log intact: {records} records, every hash and link checks out"
+                ));
+            }
+            Ok(ExitStatus::Success)
+        }
+        Verification::Broken { seq, problem } => {
+            if !json {
+                printer.error(format!("the audit log is broken at record {seq}: {problem}"), Some("records from this one on cannot be trusted; keep the database file as evidence"));
+            }
+            Ok(ExitStatus::Failure)
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! The host's persistent records, without its plugins: the approval book and
+//! the audit log in `toolwarden.db`. The `approvals` and `audit` commands use
+//! them directly, so reviewing an approval never compiles a plugin; the
+//! controller holds the same records for its calls.
+
+use crate::approval::{Approval, Approvals};
+use crate::audit::{Audit, Event, Record, Redactor, Subject, Verification};
+use crate::config::Config;
+use crate::error::Error;
+use crate::store::{AuditFilter, Store, StoreError};
+use std::sync::Arc;
+
+#[derive(Debug)]
+pub struct Records {
+    approvals: Approvals,
+    audit: Audit,
+    store: Arc<Store>,
+}
+
+impl Records {
+    /// Opens (or creates) the database in the config's state directory.
+    pub fn open(config: &Config) -> Result<Records, Error> {
+        let store = Arc::new(
+            Store::open(&config.state_dir).map_err(|source| Error::State {
+                path: source.path.clone(),
+                source,
+            })?,
+        );
+        Ok(Records {
+            approvals: Approvals::new(
+                Arc::clone(&store),
+                config.approval_ttl,
+                config.policy_hash.clone(),
+            ),
+            audit: Audit::new(
+                Arc::clone(&store),
+                Redactor::new(config.redact_keys.iter().cloned()),
+            ),
+            store,
+        })
+    }
+
+    fn state(&self, source: StoreError) -> Error {
+        Error::State {
+            path: self.store.path().to_owned(),
+            source,
+        }
+    }
+
+    pub(crate) fn store(&self) -> Arc<Store> {
+        Arc::clone(&self.store)
+    }
+
+    pub(crate) fn approval_book(&self) -> &Approvals {
+        &self.approvals
+    }
+
+    pub(crate) fn audit_log(&self) -> &Audit {
+        &self.audit
+    }
+
+    /// Every approval, newest first.
+    pub fn approvals(&self) -> Result<Vec<Approval>, Error> {
+        self.approvals.list()
+    }
+
+    pub fn approval(&self, id: &str) -> Result<Option<Approval>, Error> {
+        self.approvals.get(id)
+    }
+
+    /// Approves or denies a pending approval and records the decision in the
+    /// audit log. `None` if there is no such approval; the flag says whether
+    /// it changed (an approval already decided, or expired, stays as it is).
+    pub fn decide(
+        &self,
+        id: &str,
+        approve: bool,
+        reason: Option<&str>,
+    ) -> Result<Option<(Approval, bool)>, Error> {
+        let decided = self.approvals.decide(id, approve, reason)?;
+        if let Some((approval, true)) = &decided {
+            let subject = Subject {
+                call_id: String::new(),
+                session: approval.session.clone(),
+                tool: approval.tool.clone(),
+            };
+            let event = Event::ApprovalDecided {
+                approval_id: id.to_owned(),
+                approved: approve,
+                reason: reason.map(str::to_owned),
+            };
+            self.audit
+                .record(&subject, &[event])
+                .map_err(|e| self.state(e))?;
+        }
+        Ok(decided)
+    }
+
+    pub fn audit(&self, filter: &AuditFilter) -> Result<Vec<Record>, Error> {
+        self.audit.records(filter).map_err(|e| self.state(e))
+    }
+
+    pub fn verify(&self) -> Result<Verification, Error> {
+        self.audit.verify().map_err(|e| self.state(e))
+    }
+}

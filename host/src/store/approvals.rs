@@ -1,0 +1,228 @@
+//! The `approvals` table. State moves pending -> approved | denied, and
+//! approved -> consumed exactly once, inside one immediate transaction, so
+//! two processes racing for the same approval cannot both win.
+
+use super::{Store, StoreError};
+use rusqlite::{OptionalExtension, Row, TransactionBehavior, params};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ApprovalState {
+    Pending,
+    Approved,
+    Denied,
+    Consumed,
+}
+
+impl ApprovalState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalState::Pending => "pending",
+            ApprovalState::Approved => "approved",
+            ApprovalState::Denied => "denied",
+            ApprovalState::Consumed => "consumed",
+        }
+    }
+
+    fn parse(text: &str) -> ApprovalState {
+        match text {
+            "pending" => ApprovalState::Pending,
+            "approved" => ApprovalState::Approved,
+            "consumed" => ApprovalState::Consumed,
+            // An unknown state can never be used: treat it as denied.
+            _ => ApprovalState::Denied,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApprovalRow {
+    pub id: String,
+    pub tool: String,
+    pub args: String,
+    pub args_digest: String,
+    pub session: String,
+    pub plugin_sha256: String,
+    pub grant_fs: String,
+    pub policy_hash: String,
+    pub reason: String,
+    pub state: ApprovalState,
+    pub decided_reason: Option<String>,
+    pub created_ms: i64,
+    pub expires_ms: i64,
+    pub decided_ms: Option<i64>,
+    pub consumed_ms: Option<i64>,
+}
+
+/// What an attempt to consume an approval found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Consumed {
+    /// It was approved, unexpired and bound to this call: now consumed.
+    Now(ApprovalRow),
+    Missing,
+    /// Not in the approved state (pending, denied or already consumed).
+    NotApproved(ApprovalRow),
+    Expired(ApprovalRow),
+    /// Approved, but for a different call; left as it is.
+    Mismatch(ApprovalRow),
+}
+
+const COLUMNS: &str = "id, tool, args, args_digest, session, plugin_sha256, grant_fs, policy_hash, reason, \
+                       state, decided_reason, created_ms, expires_ms, decided_ms, consumed_ms";
+
+fn from_row(r: &Row<'_>) -> rusqlite::Result<ApprovalRow> {
+    Ok(ApprovalRow {
+        id: r.get(0)?,
+        tool: r.get(1)?,
+        args: r.get(2)?,
+        args_digest: r.get(3)?,
+        session: r.get(4)?,
+        plugin_sha256: r.get(5)?,
+        grant_fs: r.get(6)?,
+        policy_hash: r.get(7)?,
+        reason: r.get(8)?,
+        state: ApprovalState::parse(&r.get::<_, String>(9)?),
+        decided_reason: r.get(10)?,
+        created_ms: r.get(11)?,
+        expires_ms: r.get(12)?,
+        decided_ms: r.get(13)?,
+        consumed_ms: r.get(14)?,
+    })
+}
+
+fn same_call(a: &ApprovalRow, b: &ApprovalRow) -> bool {
+    a.tool == b.tool
+        && a.args_digest == b.args_digest
+        && a.session == b.session
+        && a.plugin_sha256 == b.plugin_sha256
+        && a.grant_fs == b.grant_fs
+        && a.policy_hash == b.policy_hash
+}
+
+impl Store {
+    pub fn insert_approval(&self, row: &ApprovalRow) -> Result<(), StoreError> {
+        self.conn()
+            .execute(
+                &format!("INSERT INTO approvals ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"),
+                params![
+                    row.id,
+                    row.tool,
+                    row.args,
+                    row.args_digest,
+                    row.session,
+                    row.plugin_sha256,
+                    row.grant_fs,
+                    row.policy_hash,
+                    row.reason,
+                    row.state.as_str(),
+                    row.decided_reason,
+                    row.created_ms,
+                    row.expires_ms,
+                    row.decided_ms,
+                    row.consumed_ms
+                ],
+            )
+            .map(drop)
+            .map_err(|e| self.error(e))
+    }
+
+    pub fn approval(&self, id: &str) -> Result<Option<ApprovalRow>, StoreError> {
+        self.conn()
+            .query_row(
+                &format!("SELECT {COLUMNS} FROM approvals WHERE id = ?1"),
+                [id],
+                from_row,
+            )
+            .optional()
+            .map_err(|e| self.error(e))
+    }
+
+    /// Every approval, newest first.
+    pub fn approvals(&self) -> Result<Vec<ApprovalRow>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare(&format!(
+                "SELECT {COLUMNS} FROM approvals ORDER BY created_ms DESC, id DESC"
+            ))
+            .map_err(|e| self.error(e))?;
+        let rows = stmt.query_map([], from_row).map_err(|e| self.error(e))?;
+        rows.collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.error(e))
+    }
+
+    /// Moves a pending, unexpired approval to approved or denied. Returns
+    /// the row as it is afterwards and whether this call changed it.
+    pub fn decide_approval(
+        &self,
+        id: &str,
+        state: ApprovalState,
+        reason: Option<&str>,
+        now_ms: i64,
+    ) -> Result<Option<(ApprovalRow, bool)>, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.error(e))?;
+        let changed = tx
+            .execute(
+                "UPDATE approvals SET state = ?2, decided_reason = ?3, decided_ms = ?4 \
+             WHERE id = ?1 AND state = 'pending' AND expires_ms > ?4",
+                params![id, state.as_str(), reason, now_ms],
+            )
+            .map_err(|e| self.error(e))?;
+        let row = tx
+            .query_row(
+                &format!("SELECT {COLUMNS} FROM approvals WHERE id = ?1"),
+                [id],
+                from_row,
+            )
+            .optional()
+            .map_err(|e| self.error(e))?;
+        tx.commit().map_err(|e| self.error(e))?;
+        Ok(row.map(|row| (row, changed == 1)))
+    }
+
+    /// Consumes approval `id` for the call `expected` describes, at most once
+    /// across every process sharing the database.
+    pub fn consume_approval(
+        &self,
+        id: &str,
+        expected: &ApprovalRow,
+        now_ms: i64,
+    ) -> Result<Consumed, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.error(e))?;
+        let Some(row) = tx
+            .query_row(
+                &format!("SELECT {COLUMNS} FROM approvals WHERE id = ?1"),
+                [id],
+                from_row,
+            )
+            .optional()
+            .map_err(|e| self.error(e))?
+        else {
+            return Ok(Consumed::Missing);
+        };
+        let outcome = if row.state != ApprovalState::Approved {
+            Consumed::NotApproved(row)
+        } else if row.expires_ms <= now_ms {
+            Consumed::Expired(row)
+        } else if !same_call(&row, expected) {
+            Consumed::Mismatch(row)
+        } else {
+            tx.execute(
+                "UPDATE approvals SET state = 'consumed', consumed_ms = ?2 WHERE id = ?1 AND state = 'approved'",
+                params![id, now_ms],
+            )
+            .map_err(|e| self.error(e))?;
+            Consumed::Now(ApprovalRow {
+                state: ApprovalState::Consumed,
+                consumed_ms: Some(now_ms),
+                ..row
+            })
+        };
+        tx.commit().map_err(|e| self.error(e))?;
+        Ok(outcome)
+    }
+}

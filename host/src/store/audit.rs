@@ -1,0 +1,108 @@
+//! The `audit` table: append-only, each row chained to the one before.
+
+use super::{Store, StoreError};
+use rusqlite::{TransactionBehavior, params};
+
+/// The chain's first `prev_hash`.
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// A record to append; `seq`, `prev_hash` and `hash` are assigned on append.
+#[derive(Clone, Debug)]
+pub struct NewAuditRow {
+    pub ts_ms: i64,
+    pub call_id: String,
+    pub session: String,
+    pub tool: String,
+    pub kind: String,
+    pub data: String,
+}
+
+/// A stored record.
+#[derive(Clone, Debug)]
+pub struct AuditRow {
+    pub seq: i64,
+    pub row: NewAuditRow,
+    pub prev_hash: String,
+    pub hash: String,
+}
+
+/// Which records to read. Empty means all.
+#[derive(Clone, Debug, Default)]
+pub struct AuditFilter {
+    pub since_ms: Option<i64>,
+    pub tool: Option<String>,
+    pub call_id: Option<String>,
+    pub limit: Option<i64>,
+}
+
+impl Store {
+    /// Appends `rows` in one transaction, chaining each to the last stored
+    /// record with `hash(seq, row, prev_hash)`.
+    pub fn append_audit(
+        &self,
+        rows: &[NewAuditRow],
+        hash: &dyn Fn(i64, &NewAuditRow, &str) -> String,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.conn();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.error(e))?;
+        let (mut seq, mut prev): (i64, String) = tx
+            .query_row(
+                "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .or_else(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => Ok((0, GENESIS.to_owned())),
+                other => Err(other),
+            })
+            .map_err(|e| self.error(e))?;
+        for row in rows {
+            seq += 1;
+            let digest = hash(seq, row, &prev);
+            tx.execute(
+                "INSERT INTO audit (seq, ts_ms, call_id, session, tool, kind, data, prev_hash, hash) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![seq, row.ts_ms, row.call_id, row.session, row.tool, row.kind, row.data, prev, digest],
+            )
+            .map_err(|e| self.error(e))?;
+            prev = digest;
+        }
+        tx.commit().map_err(|e| self.error(e))
+    }
+
+    /// Records matching `filter`, in chain order.
+    pub fn audit_rows(&self, filter: &AuditFilter) -> Result<Vec<AuditRow>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare(
+                "SELECT seq, ts_ms, call_id, session, tool, kind, data, prev_hash, hash FROM audit \
+                 WHERE (?1 IS NULL OR ts_ms >= ?1) AND (?2 IS NULL OR tool = ?2) AND (?3 IS NULL OR call_id = ?3) \
+                 ORDER BY seq LIMIT coalesce(?4, -1)",
+            )
+            .map_err(|e| self.error(e))?;
+        let rows = stmt
+            .query_map(
+                params![filter.since_ms, filter.tool, filter.call_id, filter.limit],
+                |r| {
+                    Ok(AuditRow {
+                        seq: r.get(0)?,
+                        row: NewAuditRow {
+                            ts_ms: r.get(1)?,
+                            call_id: r.get(2)?,
+                            session: r.get(3)?,
+                            tool: r.get(4)?,
+                            kind: r.get(5)?,
+                            data: r.get(6)?,
+                        },
+                        prev_hash: r.get(7)?,
+                        hash: r.get(8)?,
+                    })
+                },
+            )
+            .map_err(|e| self.error(e))?;
+        rows.collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.error(e))
+    }
+}

@@ -1,0 +1,143 @@
+//! SQLite: the host's one database, `toolwarden.db` in the state directory.
+//!
+//! Holds the audit log, approvals and the executions that budgets count.
+//! Knows SQL and its own row types, not the pipeline's; `audit`, `approval`
+//! and `guards` convert at their side. WAL mode with `synchronous = FULL`:
+//! a committed approval or audit record survives a crash or SIGKILL. Several
+//! processes may share the file; writers wait for each other (busy timeout).
+
+mod approvals;
+mod audit;
+mod executions;
+
+pub use approvals::{ApprovalRow, ApprovalState, Consumed};
+pub use audit::{AuditFilter, AuditRow, GENESIS, NewAuditRow};
+pub use executions::ExecutionTotals;
+
+use rusqlite::Connection;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+/// The database file's name inside the state directory.
+pub const DB_FILE: &str = "toolwarden.db";
+/// How long a writer waits for another process's transaction.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+/// Bump with every migration below.
+const SCHEMA_VERSION: i64 = 1;
+
+const MIGRATION_1: &str = "
+CREATE TABLE audit (
+    seq       INTEGER PRIMARY KEY,
+    ts_ms     INTEGER NOT NULL,
+    call_id   TEXT NOT NULL,
+    session   TEXT NOT NULL,
+    tool      TEXT NOT NULL,
+    kind      TEXT NOT NULL,
+    data      TEXT NOT NULL,
+    prev_hash TEXT NOT NULL,
+    hash      TEXT NOT NULL
+);
+CREATE INDEX audit_call ON audit(call_id);
+CREATE INDEX audit_tool ON audit(tool, seq);
+CREATE TABLE approvals (
+    id             TEXT PRIMARY KEY,
+    tool           TEXT NOT NULL,
+    args           TEXT NOT NULL,
+    args_digest    TEXT NOT NULL,
+    session        TEXT NOT NULL,
+    plugin_sha256  TEXT NOT NULL,
+    grant_fs       TEXT NOT NULL,
+    policy_hash    TEXT NOT NULL,
+    reason         TEXT NOT NULL,
+    state          TEXT NOT NULL,
+    decided_reason TEXT,
+    created_ms     INTEGER NOT NULL,
+    expires_ms     INTEGER NOT NULL,
+    decided_ms     INTEGER,
+    consumed_ms    INTEGER
+);
+CREATE TABLE executions (
+    session     TEXT NOT NULL,
+    tool        TEXT NOT NULL,
+    args_digest TEXT NOT NULL,
+    duration_us INTEGER NOT NULL,
+    ts_ms       INTEGER NOT NULL
+);
+CREATE INDEX executions_session ON executions(session, tool, args_digest);
+";
+
+/// A database failure, with the file it concerns.
+#[derive(Debug, thiserror::Error)]
+#[error("database `{}`: {source}", path.display())]
+pub struct StoreError {
+    pub path: PathBuf,
+    #[source]
+    pub source: rusqlite::Error,
+}
+
+#[derive(Debug)]
+pub struct Store {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl Store {
+    /// Opens (creating if needed) the database in `state_dir` and brings its
+    /// schema up to date.
+    pub fn open(state_dir: &Path) -> Result<Store, StoreError> {
+        let path = state_dir.join(DB_FILE);
+        let fail = |source| StoreError {
+            path: path.clone(),
+            source,
+        };
+        let conn = Connection::open(&path).map_err(fail)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(fail)?;
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(fail)?;
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(fail)?;
+        if version < 1 {
+            conn.execute_batch(&format!(
+                "BEGIN IMMEDIATE; {MIGRATION_1} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+            ))
+            .map_err(fail)?;
+        }
+        // Reading one row of each table proves the file is a database we can use.
+        conn.query_row("SELECT count(*) FROM approvals", [], |r| r.get::<_, i64>(0))
+            .map_err(fail)?;
+        Ok(Store {
+            conn: Mutex::new(conn),
+            path,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock cannot leave SQLite half-written
+        // (transactions roll back), so a poisoned lock is still usable.
+        self.conn
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn error(&self, source: rusqlite::Error) -> StoreError {
+        StoreError {
+            path: self.path.clone(),
+            source,
+        }
+    }
+}

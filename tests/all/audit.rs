@@ -1,0 +1,248 @@
+//! The audit log records every call and decision, redacts secrets, and
+//! `audit verify` catches tampering with the database file.
+
+use crate::harness::{TestHost, run_cli};
+use serde_json::Value;
+use toolwarden::SandboxMode;
+use toolwarden_tests::{CALC, FS, HOSTILE};
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+fn kinds(t: &TestHost, call_id: &str) -> Vec<String> {
+    let (code, stdout, _) = run_cli(t.cli().args(["audit", "--json", "--call", call_id]));
+    assert_eq!(code, 0);
+    json(&stdout)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn call_id(t: &TestHost, args: &[&str]) -> String {
+    let (_, stdout, _) = run_cli(t.cli().arg("call").args(args).arg("--json"));
+    json(&stdout)["call_id"].as_str().unwrap().to_owned()
+}
+
+const POLICY: &str = r#"
+[audit]
+redact_keys = ["content"]
+
+[[rule]]
+tools = ["calc", "read_file", "write_file", "hostile_sleep"]
+decision = "allow"
+reason = "ok"
+
+[[rule]]
+tools = ["list_dir"]
+decision = "ask"
+reason = "listing needs a look"
+"#;
+
+fn host() -> TestHost {
+    TestHost::new(&[CALC, FS, HOSTILE])
+        .config(POLICY)
+        .sandbox(SandboxMode::WorkspaceWrite)
+}
+
+fn db(t: &TestHost) -> rusqlite::Connection {
+    rusqlite::Connection::open(t.state.join(toolwarden::DB_FILE)).unwrap()
+}
+
+fn verify(t: &TestHost) -> (i32, String) {
+    let (code, stdout, stderr) = run_cli(t.cli().args(["audit", "verify"]));
+    (code, format!("{stdout}{stderr}"))
+}
+
+#[test]
+fn every_call_and_decision_is_recorded() {
+    let t = host();
+    assert_eq!(
+        kinds(&t, &call_id(&t, &["calc", r#"{"op":"add","a":1,"b":2}"#])),
+        ["call", "policy", "outcome"]
+    );
+    assert_eq!(
+        kinds(&t, &call_id(&t, &["hostile_panic"])),
+        ["call", "refused"],
+        "denied by default"
+    );
+    assert_eq!(
+        kinds(&t, &call_id(&t, &["calc", r#"{"op":"add"}"#])),
+        ["call", "refused"],
+        "invalid arguments"
+    );
+    assert_eq!(
+        kinds(&t, &call_id(&t, &["list_dir", r#"{"path":"."}"#])),
+        ["call", "policy", "approval_asked", "refused"]
+    );
+    assert_eq!(
+        kinds(&t, &call_id(&t, &["read_file", r#"{"path":"../x"}"#])),
+        ["call", "policy", "refused"],
+        "guard"
+    );
+    let id = call_id(&t, &["calc", r#"{"op":"div","a":1,"b":0}"#]);
+    let (_, stdout, _) = run_cli(t.cli().args(["audit", "--json", "--call", &id]));
+    let records = json(&stdout);
+    let outcome = &records[2]["data"];
+    assert_eq!(outcome["status"], "error");
+    assert_eq!(outcome["code"], "TOOL_FAILED");
+    assert!(outcome["fuel_used"].as_u64().unwrap() > 0);
+    assert_eq!(records[1]["data"]["verdict"], "allow");
+    assert_eq!(records[1]["data"]["matched_rules"], serde_json::json!([1]));
+    let (_, stdout, _) = run_cli(t.cli().args(["audit", "--tool", "calc"]));
+    assert!(
+        stdout.lines().count() >= 8 && stdout.contains("outcome"),
+        "{stdout}"
+    );
+    assert_eq!(verify(&t).0, 0);
+}
+
+#[test]
+fn secrets_are_redacted_in_arguments_and_outputs() {
+    let t = host();
+    t.file("secret.txt", "hunter2");
+    let write = call_id(
+        &t,
+        &["write_file", r#"{"path":"w.txt","content":"hunter2"}"#],
+    );
+    let read = call_id(&t, &["read_file", r#"{"path":"secret.txt"}"#]);
+    for id in [write, read] {
+        let (_, stdout, _) = run_cli(t.cli().args(["audit", "--json", "--call", &id]));
+        assert!(!stdout.contains("hunter2"), "{stdout}");
+        assert!(stdout.contains("[REDACTED]"), "{stdout}");
+    }
+}
+
+#[test]
+fn verify_names_the_first_altered_removed_or_reordered_record() {
+    let t = host();
+    for n in 0..4 {
+        call_id(&t, &["calc", &format!(r#"{{"op":"add","a":{n},"b":1}}"#)]);
+    }
+    let (code, out) = verify(&t);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("12 records"), "{out}");
+
+    // The WAL must be folded into the main file for a copy to be complete.
+    db(&t)
+        .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+        .unwrap();
+    let pristine = std::fs::read(t.state.join(toolwarden::DB_FILE)).unwrap();
+    let restore = |t: &TestHost| {
+        let _ = std::fs::remove_file(t.state.join(format!("{}-wal", toolwarden::DB_FILE)));
+        let _ = std::fs::remove_file(t.state.join(format!("{}-shm", toolwarden::DB_FILE)));
+        std::fs::write(t.state.join(toolwarden::DB_FILE), &pristine).unwrap();
+        assert_eq!(verify(t).0, 0);
+    };
+
+    db(&t)
+        .execute(
+            "UPDATE audit SET data = replace(data, '\"allow\"', '\"deny\"') WHERE seq = 5",
+            [],
+        )
+        .unwrap();
+    let (code, out) = verify(&t);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("record 5") && out.contains("altered"), "{out}");
+    restore(&t);
+
+    db(&t)
+        .execute("DELETE FROM audit WHERE seq = 7", [])
+        .unwrap();
+    let (code, out) = verify(&t);
+    assert_eq!(code, 1);
+    assert!(out.contains("record 8"), "{out}");
+    restore(&t);
+
+    db(&t)
+        .execute_batch("UPDATE audit SET seq = 100 WHERE seq = 3; UPDATE audit SET seq = 3 WHERE seq = 4; UPDATE audit SET seq = 4 WHERE seq = 100;")
+        .unwrap();
+    let (code, out) = verify(&t);
+    assert_eq!(code, 1);
+    assert!(out.contains("record 3"), "{out}");
+}
+
+#[test]
+fn sigkill_mid_call_keeps_approvals_and_a_chain_that_verifies() {
+    let t = host();
+    let (_, stdout, _) = run_cli(
+        t.cli()
+            .args(["call", "list_dir", r#"{"path":"."}"#, "--json"]),
+    );
+    let id = json(&stdout)["approval_id"].as_str().unwrap().to_owned();
+    let (code, _, _) = run_cli(t.cli().args(["approvals", "approve", &id]));
+    assert_eq!(code, 0);
+    for round in 0..3 {
+        let mut child = t
+            .cli()
+            .args(["call", "hostile_sleep", r#"{"ms":30000}"#])
+            .spawn()
+            .unwrap();
+        // Wait until the call's trail before execution is committed, then kill.
+        let started = std::time::Instant::now();
+        loop {
+            let policies: i64 = db(&t)
+                .query_row(
+                    "SELECT count(*) FROM audit WHERE tool = 'hostile_sleep' AND kind = 'policy'",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            if policies > round {
+                break;
+            }
+            assert!(started.elapsed().as_secs() < 30, "the call never started");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        call_id(&t, &["calc", r#"{"op":"add","a":1,"b":1}"#]);
+    }
+    let (code, out) = verify(&t);
+    assert_eq!(code, 0, "{out}");
+    let (_, stdout, _) = run_cli(t.cli().args(["approvals", "show", &id, "--json"]));
+    assert_eq!(
+        json(&stdout)["state"],
+        "approved",
+        "a committed approval survives"
+    );
+    let (code, r) = {
+        let (code, stdout, _) = run_cli(t.cli().args([
+            "call",
+            "list_dir",
+            r#"{"path":"."}"#,
+            "--approval",
+            &id,
+            "--json",
+        ]));
+        (code, json(&stdout))
+    };
+    assert_eq!(code, 0, "{r}");
+}
+
+#[test]
+fn audit_filters_by_time_and_refuses_a_time_it_cannot_read() {
+    let t = host();
+    call_id(&t, &["calc", r#"{"op":"add","a":1,"b":2}"#]);
+    let count = |since: &str| {
+        let (code, stdout, stderr) = run_cli(t.cli().args(["audit", "--json", "--since", since]));
+        assert_eq!(code, 0, "{stderr}");
+        json(&stdout).as_array().unwrap().len()
+    };
+    assert_eq!(count("1h"), 3);
+    assert_eq!(count("0"), 3, "milliseconds since the epoch");
+    let in_an_hour = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        + 3_600_000;
+    assert_eq!(count(&in_an_hour.to_string()), 0);
+    let (code, _, stderr) = run_cli(t.cli().args(["audit", "--since", "yesterday"]));
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("--since yesterday") && stderr.contains("hint:"),
+        "{stderr}"
+    );
+}
