@@ -4,7 +4,9 @@ CARGO ?= cargo
 EXAMPLES := calc fs
 WASM_DIR := target/wasm/wasm32-wasip2/guest
 
-.PHONY: demo test plugins build setup lint
+VENV := .venv
+
+.PHONY: demo test plugins build setup lint mcp-test
 
 # Installs what a fresh machine lacks: the wasm32-wasip2 target.
 setup:
@@ -26,6 +28,17 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 
-# Tests run in release: wasmtime's compiler is too slow unoptimized.
+# The MCP tests drive `toolwarden serve` with the official Python SDK.
+$(VENV)/.installed: tests/mcp/requirements.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q -r tests/mcp/requirements.txt
+	touch $@
+
+mcp-test: $(VENV)/.installed build
+	$(VENV)/bin/pytest -q tests/mcp
+
+# Tests run in release: wasmtime's compiler is too slow unoptimized. The MCP
+# tests use the plugins the Rust tests' build script compiled.
 test: setup build lint
 	$(CARGO) test --release --workspace
+	$(MAKE) mcp-test

@@ -33,6 +33,7 @@ mod config;
 mod controller;
 mod error;
 mod guards;
+mod mcp;
 mod outcome;
 mod output;
 mod policy;

@@ -9,6 +9,7 @@ mod audit;
 mod cli;
 mod guards;
 mod limits;
+mod mcp;
 mod pipeline;
 mod policy;
 mod registry;

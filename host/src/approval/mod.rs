@@ -92,6 +92,22 @@ impl From<ApprovalRow> for Approval {
     }
 }
 
+/// The refusal of a call that waits for a person.
+fn pending(approval: &ApprovalRow) -> CallError {
+    CallError::new(
+        ErrorCode::ApprovalRequired,
+        format!(
+            "the policy asks for a person's approval before this call runs ({}); nothing ran. \
+             Review it with `toolwarden approvals show {id}` and approve it with \
+             `toolwarden approvals approve {id}`; then the same call, repeated in the same \
+             session, runs once (or pass `--approval {id}`)",
+            approval.reason,
+            id = approval.id
+        ),
+    )
+    .with_approval(approval.id.clone())
+}
+
 /// A call that brings an approval is bound to the policy that asked: if the
 /// policy now denies it outright, the approval no longer fits.
 pub fn policy_refused(refusal: CallError, request: &CallRequest) -> CallError {
@@ -190,29 +206,32 @@ impl Approvals {
             decided_ms: None,
             consumed_ms: None,
         };
-        let Some(id) = &request.approval else {
-            self.store.insert_approval(&this_call).map_err(host_error)?;
-            events.push(Event::ApprovalAsked {
-                approval_id: this_call.id.clone(),
-                expires_ms: this_call.expires_ms,
-            });
-            return Err(CallError::new(
-                ErrorCode::ApprovalRequired,
-                format!(
-                    "the policy asks for a person's approval before this call runs ({}); nothing ran. \
-                     Review it with `toolwarden approvals show {id}`, approve it with \
-                     `toolwarden approvals approve {id}`, then repeat the same call with `--approval {id}`",
-                    this_call.reason,
-                    id = this_call.id
-                ),
-            )
-            .with_approval(this_call.id));
+        // Without an id, an approval already given for exactly this call is
+        // used, and a retry of a call still waiting reuses its approval.
+        let id = match &request.approval {
+            Some(id) => id.clone(),
+            None => match self
+                .store
+                .matching_approval(&this_call, now)
+                .map_err(host_error)?
+            {
+                Some(row) if row.state == ApprovalState::Approved => row.id,
+                Some(row) => return Err(pending(&row)),
+                None => {
+                    self.store.insert_approval(&this_call).map_err(host_error)?;
+                    events.push(Event::ApprovalAsked {
+                        approval_id: this_call.id.clone(),
+                        expires_ms: this_call.expires_ms,
+                    });
+                    return Err(pending(&this_call));
+                }
+            },
         };
         let refused =
             |code, message: String| Err(CallError::new(code, message).with_approval(id.clone()));
         match self
             .store
-            .consume_approval(id, &this_call, now)
+            .consume_approval(&id, &this_call, now)
             .map_err(host_error)?
         {
             Consumed::Now(_) => {

@@ -94,6 +94,8 @@ pub enum Command {
         #[arg(long, value_name = "ID")]
         approval: Option<String>,
     },
+    /// Serve every tool over MCP on stdin/stdout (logs go to stderr)
+    Serve,
     /// Review and decide approvals that the policy asked for
     Approvals {
         #[command(subcommand)]

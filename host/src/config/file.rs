@@ -47,6 +47,8 @@ struct FileConfig {
     #[serde(default)]
     budget: Option<Spanned<BudgetTable>>,
     #[serde(default)]
+    mcp: Option<McpTable>,
+    #[serde(default)]
     rule: Vec<Spanned<RuleTable>>,
 }
 
@@ -77,6 +79,13 @@ struct BudgetTable {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct McpTable {
+    #[serde(default)]
+    list_denied: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct AuditTable {
     redact_keys: Option<Vec<String>>,
 }
@@ -102,6 +111,7 @@ pub(super) struct Parsed {
     pub approval_ttl: Duration,
     pub redact_keys: Vec<String>,
     pub budget: Budget,
+    pub mcp_list_denied: bool,
 }
 
 /// Longest approval lifetime a config may set: a day.
@@ -135,7 +145,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         message: e.message().to_owned(),
         hint: "see the config format in the README: `[limits]` takes timeout_ms, fuel, \
                memory_mb, max_output_kb; `[approvals]` ttl_seconds; `[audit]` redact_keys; `[budget]` max_calls, \
-               max_calls_per_tool, max_run_ms, allow_duplicate_calls; each \
+               max_calls_per_tool, max_run_ms, allow_duplicate_calls; `[mcp]` list_denied; each \
                `[[rule]]` takes tools, plugin, risk, effects, filesystem, when, decision, reason"
             .into(),
     })?;
@@ -220,12 +230,14 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
             }
         }
     };
+    let mcp_list_denied = file.mcp.is_some_and(|m| m.list_denied);
     Ok(Parsed {
         limits,
         rules,
         approval_ttl,
         redact_keys,
         budget,
+        mcp_list_denied,
     })
 }
 

@@ -67,6 +67,7 @@ pub struct Config {
     pub(crate) approval_ttl: std::time::Duration,
     pub(crate) redact_keys: Vec<String>,
     pub(crate) budget: crate::guards::Budget,
+    pub(crate) mcp_list_denied: bool,
 }
 
 impl Config {
@@ -93,6 +94,11 @@ impl Config {
 
     pub fn limits(&self) -> &Limits {
         &self.limits
+    }
+
+    /// Whether MCP `tools/list` also shows tools the policy always denies.
+    pub fn mcp_list_denied(&self) -> bool {
+        self.mcp_list_denied
     }
 }
 
@@ -223,6 +229,7 @@ impl ConfigBuilder {
             approval_ttl: parsed.approval_ttl,
             redact_keys: parsed.redact_keys,
             budget: parsed.budget,
+            mcp_list_denied: parsed.mcp_list_denied,
         })
     }
 }

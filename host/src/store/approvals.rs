@@ -136,6 +136,36 @@ impl Store {
             .map_err(|e| self.error(e))
     }
 
+    /// The newest pending or approved, unexpired approval bound to exactly
+    /// the call `expected` describes.
+    pub fn matching_approval(
+        &self,
+        expected: &ApprovalRow,
+        now_ms: i64,
+    ) -> Result<Option<ApprovalRow>, StoreError> {
+        self.conn()
+            .query_row(
+                &format!(
+                    "SELECT {COLUMNS} FROM approvals WHERE tool = ?1 AND args_digest = ?2 AND session = ?3 \
+                     AND plugin_sha256 = ?4 AND grant_fs = ?5 AND policy_hash = ?6 \
+                     AND state IN ('pending', 'approved') AND expires_ms > ?7 \
+                     ORDER BY state = 'approved' DESC, created_ms DESC LIMIT 1"
+                ),
+                params![
+                    expected.tool,
+                    expected.args_digest,
+                    expected.session,
+                    expected.plugin_sha256,
+                    expected.grant_fs,
+                    expected.policy_hash,
+                    now_ms
+                ],
+                from_row,
+            )
+            .optional()
+            .map_err(|e| self.error(e))
+    }
+
     /// Every approval, newest first.
     pub fn approvals(&self) -> Result<Vec<ApprovalRow>, StoreError> {
         let conn = self.conn();

@@ -6,3 +6,4 @@ pub mod call;
 pub mod inspect;
 pub mod list;
 pub mod policy;
+pub mod serve;

@@ -1,0 +1,237 @@
+//! The MCP server: every governed tool, available to MCP clients.
+//!
+//! `tools/list` comes from the registry, with annotations derived from each
+//! tool's declared effects; tools the policy denies outright are left out
+//! unless `[mcp] list_denied = true`. `tools/call` goes through the
+//! controller like every other call; this module only translates. A call the
+//! policy asks about becomes a form elicitation for clients that declared
+//! that capability (accept runs it once through the approval book, decline
+//! or cancel denies it); other clients get `APPROVAL_REQUIRED` with the
+//! approval's id, and once a person approves it the same call, repeated on
+//! the same connection, runs once. A plugin's `progress` becomes
+//! `notifications/progress`; `notifications/cancelled` stops the call.
+//!
+//! One connection is one session: budgets, duplicate detection and
+//! approvals are bound to it. Only this module names `rmcp`.
+
+mod convert;
+
+use crate::call::{CallRequest, Progress, ProgressSink, SessionId};
+use crate::controller::Controller;
+use crate::outcome::{CallResult, ErrorCode};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ElicitRequestParams, ElicitationAction,
+    ElicitationSchema, Implementation, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{Peer, RequestContext};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a person has to answer an approval elicitation; no answer means
+/// nothing runs (the approval stays pending for `toolwarden approvals`).
+pub const ELICITATION_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// One MCP connection.
+#[derive(Clone)]
+pub struct Server {
+    host: Arc<Controller>,
+    session: SessionId,
+}
+
+impl Server {
+    pub fn new(host: Arc<Controller>) -> Server {
+        Server {
+            host,
+            session: SessionId::new(),
+        }
+    }
+
+    /// Serves this connection on stdin/stdout until the client goes away.
+    pub async fn serve_stdio(self) -> Result<(), String> {
+        let running = self
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| e.to_string())?;
+        running.waiting().await.map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    fn tools(&self) -> Vec<Tool> {
+        let list_denied = self.host.config().mcp_list_denied();
+        self.host
+            .registry()
+            .tools()
+            .filter(|tool| {
+                let decision = self.host.decision(tool);
+                list_denied
+                    || decision.depends_on_args
+                    || decision.verdict != crate::policy::Verdict::Deny
+            })
+            .map(|tool| convert::tool(&tool.spec))
+            .collect()
+    }
+
+    /// Asks the person behind the client about a pending approval and
+    /// records the answer. `false` when there was no answer.
+    async fn elicit(&self, peer: &Peer<RoleServer>, id: &str) -> bool {
+        let Ok(Some(approval)) = self.host.records().approval(id) else {
+            return false;
+        };
+        let message = format!(
+            "toolwarden: approve this one call?\n\ntool: {}\narguments: {}\ncapability: filesystem {}\nwhy the policy asks: {}",
+            approval.tool, approval.args, approval.capability, approval.reason
+        );
+        let Ok(schema) = ElicitationSchema::builder()
+            .required_bool("approve")
+            .build()
+        else {
+            return false;
+        };
+        let params = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message,
+            requested_schema: schema,
+        };
+        let answer = match tokio::time::timeout(
+            ELICITATION_TIMEOUT,
+            peer.create_elicitation(params),
+        )
+        .await
+        {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(e)) => {
+                tracing::warn!("elicitation for approval {id} failed: {e}");
+                return false;
+            }
+            Err(_) => return false,
+        };
+        let approve = answer.action == ElicitationAction::Accept
+            && answer
+                .content
+                .as_ref()
+                .and_then(|c| c.get("approve"))
+                .and_then(|v| v.as_bool())
+                == Some(true);
+        let reason = if approve {
+            "approved by the user of the MCP client"
+        } else {
+            "declined by the user of the MCP client"
+        };
+        match self.host.records().decide(id, approve, Some(reason)) {
+            Ok(Some(_)) => true,
+            Ok(None) => false,
+            Err(e) => {
+                tracing::error!("cannot record the answer to approval {id}: {e}");
+                false
+            }
+        }
+    }
+
+    async fn run(&self, request: CallRequest, cx: &RequestContext<RoleServer>) -> CallResult {
+        let cancel = request.cancel.clone();
+        let call = self.host.handle(request);
+        tokio::pin!(call);
+        tokio::select! {
+            result = &mut call => result,
+            _ = cx.ct.cancelled() => {
+                cancel.cancel();
+                call.await
+            }
+        }
+    }
+}
+
+/// Forwards a call's progress reports to the client, in order. The caller
+/// awaits the returned task after the call, so every notification is sent
+/// before the response (a client drops progress for a finished request).
+fn progress_forwarder(
+    cx: &RequestContext<RoleServer>,
+) -> Option<(ProgressSink, tokio::task::JoinHandle<()>)> {
+    let token = cx.meta.get_progress_token()?;
+    let peer = cx.peer.clone();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
+    let forwarder = tokio::spawn(async move {
+        while let Some(p) = rx.recv().await {
+            let mut param = ProgressNotificationParam::new(token.clone(), p.done as f64);
+            if let Some(total) = p.total {
+                param = param.with_total(total as f64);
+            }
+            if let Some(message) = p.message {
+                param = param.with_message(message);
+            }
+            if let Err(e) = peer.notify_progress(param).await {
+                tracing::debug!("cannot send a progress notification: {e}");
+            }
+        }
+    });
+    let sink = ProgressSink::new(move |p| {
+        // The receiver lives until every sender is gone; a send cannot fail
+        // while the call runs.
+        let _ = tx.send(p);
+    });
+    Some((sink, forwarder))
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("toolwarden", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "Tools run in a sandbox under a policy. An error result starts with its code \
+                 (e.g. POLICY_DENIED, INVALID_ARGS) and says what you may do next.",
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.tools()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.host
+            .registry()
+            .get(name)
+            .map(|tool| convert::tool(&tool.spec))
+    }
+
+    async fn call_tool(
+        &self,
+        params: CallToolRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let args = params
+            .arguments
+            .map(|a| serde_json::Value::Object(a).to_string())
+            .unwrap_or_else(|| "{}".into());
+        let mut request =
+            CallRequest::new(params.name.to_string(), args).in_session(self.session.clone());
+        let (progress, forwarder) = progress_forwarder(&cx).unzip();
+        request.progress = progress;
+        let mut result = self.run(request.clone(), &cx).await;
+        let elicitation = !cx.peer.supported_elicitation_modes().is_empty();
+        if elicitation
+            && result.code() == Some(ErrorCode::ApprovalRequired)
+            && let Some(id) = result.approval_id.clone()
+            && self.elicit(&cx.peer, &id).await
+        {
+            request.call_id = crate::call::CallId::new();
+            request.approval = Some(id);
+            result = self.run(request.clone(), &cx).await;
+        }
+        drop(request);
+        if let Some(forwarder) = forwarder {
+            let _ = forwarder.await;
+        }
+        Ok(convert::result(&result).into())
+    }
+}

@@ -1,0 +1,68 @@
+//! `toolwarden serve` speaks MCP over stdio: checked here with a bare
+//! newline-delimited JSON-RPC client (the Python SDK tests in `tests/mcp`
+//! cover the rest).
+
+use crate::harness::TestHost;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::process::Stdio;
+use toolwarden_tests::{CALC, FS};
+
+#[test]
+fn serve_answers_initialize_list_and_call_over_stdio() {
+    let t = TestHost::new(&[CALC, FS])
+        .config("[[rule]]\ntools = [\"calc\"]\ndecision = \"allow\"\nreason = \"ok\"\n");
+    let mut server = t
+        .cli()
+        .arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = server.stdin.take().unwrap();
+    let mut stdout = BufReader::new(server.stdout.take().unwrap());
+    let mut send = |message: Value| writeln!(stdin, "{message}").unwrap();
+    let mut receive = |id: u64| loop {
+        let mut line = String::new();
+        assert!(
+            stdout.read_line(&mut line).unwrap() > 0,
+            "the server closed stdout"
+        );
+        let message: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout is not JSON-RPC ({e}): {line}"));
+        if message["id"] == id {
+            return message;
+        }
+    };
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bare", "version": "0"}}}));
+    assert_eq!(receive(1)["result"]["serverInfo"]["name"], "toolwarden");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    let tools = receive(2);
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["calc"], "denied tools are not listed");
+    send(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "calc", "arguments": {"op": "add", "a": 40, "b": 2}}}),
+    );
+    let result = receive(3)["result"].clone();
+    assert_eq!(result["structuredContent"], json!({"result": 42}));
+    assert_eq!(result["isError"], false);
+    send(
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "read_file", "arguments": {"path": "x"}}}),
+    );
+    let denied = receive(4)["result"].clone();
+    assert_eq!(denied["isError"], true);
+    assert_eq!(denied["_meta"]["toolwarden"]["code"], "POLICY_DENIED");
+    drop(stdin);
+    assert!(
+        server.wait().unwrap().success(),
+        "serve exits cleanly when the client goes away"
+    );
+}

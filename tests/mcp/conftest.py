@@ -1,0 +1,82 @@
+"""Fixtures for driving `toolwarden serve` with the official MCP Python SDK.
+
+Each test gets a fresh workspace, plugins directory and state directory, the
+plugins built by `cargo test` (target/wasm/...), and the release binary.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BINARY = ROOT / "target" / "release" / "toolwarden"
+WASM = ROOT / "target" / "wasm" / "wasm32-wasip2" / "guest"
+
+POLICY = """
+[limits]
+timeout_ms = 30000
+fuel = 1000000000000
+
+[[rule]]
+tools = ["calc", "read_file", "list_dir", "hostile_spin", "hostile_progress"]
+decision = "allow"
+reason = "harmless"
+
+[[rule]]
+tools = ["write_file"]
+decision = "ask"
+reason = "writes need a person"
+"""
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+class Host:
+    def __init__(self, root: Path):
+        self.workspace = root / "workspace"
+        self.plugins = root / "plugins"
+        self.state = root / "state"
+        for d in (self.workspace, self.plugins, self.state):
+            d.mkdir(parents=True)
+        for name in ("calc", "fs", "hostile"):
+            wasm = WASM / f"{name}.wasm"
+            assert wasm.exists(), f"{wasm} is missing: run `cargo test --release` (make test does) first"
+            shutil.copy(wasm, self.plugins)
+        (self.workspace / "toolwarden.toml").write_text(POLICY)
+        (self.workspace / "hello.txt").write_text("hello")
+
+    def env(self) -> dict:
+        return {
+            "PATH": os.environ.get("PATH", ""),
+            "TOOLWARDEN_PLUGINS": str(self.plugins),
+            "TOOLWARDEN_WORKSPACE": str(self.workspace),
+            "TOOLWARDEN_STATE": str(self.state),
+            "TOOLWARDEN_SANDBOX": "workspace-write",
+        }
+
+    def server(self):
+        from mcp import StdioServerParameters
+
+        assert BINARY.exists(), f"{BINARY} is missing: run `cargo build --release -p toolwarden`"
+        return StdioServerParameters(command=str(BINARY), args=["serve"], env=self.env())
+
+    def cli(self, *args: str):
+        out = subprocess.run([str(BINARY), *args], env=self.env(), capture_output=True, text=True, timeout=60)
+        return out.returncode, out.stdout, out.stderr
+
+    def audit(self, tool: str) -> list:
+        code, stdout, stderr = self.cli("audit", "--json", "--tool", tool)
+        assert code == 0, stderr
+        return json.loads(stdout)
+
+
+@pytest.fixture
+def host(tmp_path) -> Host:
+    return Host(tmp_path)

@@ -1,0 +1,149 @@
+"""`toolwarden serve` over stdio, driven by the official MCP Python SDK."""
+
+import time
+
+import anyio
+import pytest
+from mcp import ClientSession, types
+from mcp.client.stdio import stdio_client
+
+pytestmark = pytest.mark.anyio
+
+
+def meta(result) -> dict:
+    return (result.meta or {}).get("toolwarden", {})
+
+
+async def test_lists_tools_with_annotations_and_hides_denied_ones(host):
+    async with stdio_client(host.server()) as (r, w), ClientSession(r, w) as s:
+        info = await s.initialize()
+        assert info.server_info.name == "toolwarden"
+        tools = {t.name: t for t in (await s.list_tools()).tools}
+        assert {"calc", "read_file", "write_file", "hostile_spin"} <= set(tools)
+        assert "hostile_panic" not in tools, "tools the policy always denies are left out"
+        read = tools["read_file"]
+        assert read.annotations.read_only_hint is True
+        assert read.annotations.destructive_hint is False
+        assert read.annotations.idempotent_hint is True
+        write = tools["write_file"]
+        assert write.annotations.read_only_hint is False
+        assert write.annotations.destructive_hint is True
+        assert write.input_schema["required"] == ["path", "content"]
+        assert write.output_schema["properties"]["bytes"]["type"] == "integer"
+
+
+async def test_an_allowed_call_returns_structured_content(host):
+    async with stdio_client(host.server()) as (r, w), ClientSession(r, w) as s:
+        await s.initialize()
+        res = await s.call_tool("calc", {"op": "mul", "a": 6, "b": 7})
+        assert res.is_error is False
+        assert res.structured_content == {"result": 42}
+        assert res.content[0].text == "42"
+        assert meta(res)["status"] == "ok"
+
+
+async def test_invalid_arguments_and_denials_are_error_results_with_codes(host):
+    async with stdio_client(host.server()) as (r, w), ClientSession(r, w) as s:
+        await s.initialize()
+        bad = await s.call_tool("calc", {"op": "mul", "a": "six"})
+        assert bad.is_error is True
+        assert meta(bad)["code"] == "INVALID_ARGS"
+        assert bad.content[0].text.startswith("INVALID_ARGS: ")
+        assert "`/a` must be integer" in bad.content[0].text
+        denied = await s.call_tool("hostile_panic", {})
+        assert denied.is_error is True
+        assert meta(denied)["code"] == "POLICY_DENIED"
+        assert "add to toolwarden.toml" in denied.content[0].text
+        unknown = await s.call_tool("no_such_tool", {})
+        assert meta(unknown)["code"] == "UNKNOWN_TOOL"
+
+
+async def test_ask_accepted_through_elicitation_runs_exactly_once(host):
+    asked = []
+
+    async def approve(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    async with stdio_client(host.server()) as (r, w), ClientSession(r, w, elicitation_callback=approve) as s:
+        await s.initialize()
+        res = await s.call_tool("write_file", {"path": "out.txt", "content": "approved"})
+        assert res.is_error is False, res.content
+        assert res.structured_content == {"path": "out.txt", "bytes": 8}
+    assert (host.workspace / "out.txt").read_text() == "approved"
+    assert len(asked) == 1 and "write_file" in asked[0] and "writes need a person" in asked[0]
+    kinds = [r["kind"] for r in host.audit("write_file")]
+    assert kinds.count("approval_consumed") == 1
+    assert kinds.count("outcome") == 1
+
+
+async def test_ask_declined_through_elicitation_does_not_run(host):
+    async def decline(context, params):
+        return types.ElicitResult(action="decline")
+
+    async with stdio_client(host.server()) as (r, w), ClientSession(r, w, elicitation_callback=decline) as s:
+        await s.initialize()
+        res = await s.call_tool("write_file", {"path": "out.txt", "content": "no"})
+        assert res.is_error is True
+        assert meta(res)["code"] == "APPROVAL_DENIED"
+    assert not (host.workspace / "out.txt").exists()
+    assert "outcome" not in [r["kind"] for r in host.audit("write_file")]
+
+
+async def test_without_elicitation_a_person_approves_then_the_same_call_runs_once(host):
+    args = {"path": "later.txt", "content": "approved later"}
+    async with stdio_client(host.server()) as (r, w), ClientSession(r, w) as s:
+        await s.initialize()
+        first = await s.call_tool("write_file", args)
+        assert first.is_error is True
+        assert meta(first)["code"] == "APPROVAL_REQUIRED"
+        approval = meta(first)["approval_id"]
+        assert approval in first.content[0].text
+        again = await s.call_tool("write_file", args)
+        assert meta(again)["approval_id"] == approval, "a retry reuses the pending approval"
+        assert not (host.workspace / "later.txt").exists()
+
+        code, stdout, stderr = host.cli("approvals", "approve", approval)
+        assert code == 0, stderr
+
+        ran = await s.call_tool("write_file", args)
+        assert ran.is_error is False, ran.content
+        assert (host.workspace / "later.txt").read_text() == "approved later"
+        once_more = await s.call_tool("write_file", args)
+        assert once_more.is_error is True
+        assert meta(once_more)["code"] in ("APPROVAL_REQUIRED", "DUPLICATE_CALL")
+
+
+async def test_progress_notifications_arrive(host):
+    seen = []
+
+    async def on_progress(progress, total, message):
+        seen.append((progress, total, message))
+
+    async with stdio_client(host.server()) as (r, w), ClientSession(r, w) as s:
+        await s.initialize()
+        res = await s.call_tool("hostile_progress", {"steps": 5}, progress_callback=on_progress)
+        assert res.is_error is False
+        await anyio.sleep(0.2)
+    assert [p for p, _, _ in seen] == [1, 2, 3, 4, 5], seen
+    assert seen[-1][1] == 5 and seen[-1][2] == "step 5 of 5"
+
+
+async def test_cancelling_a_busy_loop_stops_it_quickly(host):
+    async with stdio_client(host.server()) as (r, w), ClientSession(r, w) as s:
+        await s.initialize()
+        started = time.monotonic()
+        with anyio.move_on_after(0.3):
+            await s.call_tool("hostile_spin", {})
+        assert time.monotonic() - started < 5
+        # The server keeps serving, and the busy loop was stopped, not left running.
+        res = await s.call_tool("calc", {"op": "add", "a": 1, "b": 1})
+        assert res.structured_content == {"result": 2}
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        outcomes = [r["data"] for r in host.audit("hostile_spin") if r["kind"] == "outcome"]
+        if outcomes:
+            break
+        time.sleep(0.1)
+    assert outcomes and outcomes[0]["code"] == "CANCELLED", outcomes
+    assert outcomes[0]["duration_us"] < 2_000_000, "stopped well before its 30 s deadline"
