@@ -22,14 +22,16 @@ use crate::registry::{Plugin, Registry, Tool};
 use crate::sandbox::{RunContext, Sandbox};
 use crate::schema;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
 /// A loaded host: config, registry, guards, records and sandbox.
 #[derive(Debug)]
 pub struct Controller {
     config: Config,
-    registry: Registry,
+    /// Swapped whole on reload; a call holds the `Arc` of the version it
+    /// started with until it ends.
+    registry: RwLock<Arc<Registry>>,
     guards: Guards,
     records: Records,
     sandbox: Sandbox,
@@ -66,7 +68,7 @@ impl Controller {
         )?;
         Ok(Controller {
             config,
-            registry,
+            registry: RwLock::new(Arc::new(registry)),
             guards,
             records,
             sandbox,
@@ -88,8 +90,33 @@ impl Controller {
         &self.config
     }
 
-    pub fn registry(&self) -> &Registry {
-        &self.registry
+    /// The tools being served now.
+    pub fn registry(&self) -> Arc<Registry> {
+        Arc::clone(
+            &self
+                .registry
+                .read()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        )
+    }
+
+    /// Loads the plugins directory again and swaps the registry in one step.
+    /// Plugins already serving keep their tools; a new file that fails to
+    /// load or claims a name already served is rejected (and listed in the
+    /// new registry's failures) while the rest keep serving. Blocks while new
+    /// plugins compile. Returns whether the set of tools changed.
+    pub fn reload(&self) -> Result<bool, Error> {
+        let current = self.registry();
+        let next = Registry::reload(&self.config.plugins_dir, &self.sandbox, &current)?;
+        let changed = next.fingerprint() != current.fingerprint();
+        for failure in next.failures() {
+            tracing::warn!("{failure}");
+        }
+        *self
+            .registry
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(next);
+        Ok(changed)
     }
 
     /// The approval book and the audit log.
@@ -108,7 +135,7 @@ impl Controller {
     /// What every policy rule makes of a call, without running anything.
     pub fn explain(&self, tool: &str, args: &str) -> Result<Explanation, CallError> {
         let args = Arguments::materialize(args)?;
-        let resolved = self.registry.resolve(tool, args)?;
+        let resolved = self.registry().resolve(tool, args)?;
         let tool = resolved.tool();
         Ok(self.config.policy.explain(
             &tool.spec,
@@ -195,7 +222,7 @@ impl Controller {
             args: audit.redact(args.value()),
             args_digest: args.digest().to_owned(),
         });
-        let resolved = self.registry.resolve(&request.tool, args)?;
+        let resolved = self.registry().resolve(&request.tool, args)?;
         let validated = schema::validate(resolved)?;
         let authorized = self
             .config

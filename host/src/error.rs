@@ -135,6 +135,9 @@ pub enum PluginError {
 
     #[error("tool `{tool}`: {problem}")]
     Spec { tool: String, problem: String },
+
+    #[error("tool `{tool}` is already served by `{}`", other.display())]
+    Conflict { tool: String, other: PathBuf },
 }
 
 impl PluginError {
@@ -162,6 +165,9 @@ impl PluginError {
             PluginError::Spec { .. } => {
                 "fix the tool's spec; `wit/tool.wit` documents every field".into()
             }
+            PluginError::Conflict { tool, .. } => format!(
+                "rename `{tool}` in the new plugin, or remove the plugin that serves it first"
+            ),
         }
     }
 }

@@ -53,6 +53,7 @@ pub use capability::{FsAccess, Grant};
 pub use config::{Config, ConfigBuilder, DEFAULT_CONFIG_FILE, Limits, SandboxMode};
 pub use controller::{Controller, Inspection};
 pub use error::{Error, PluginError};
+pub use mcp::PLUGIN_POLL;
 pub use outcome::{CallError, CallResult, ErrorCode, Status};
 pub use policy::{Decision, Verdict};
 pub use records::Records;

@@ -142,7 +142,8 @@ fn a_missing_plugins_dir_is_a_clear_error() {
 fn a_schema_outside_the_enforced_subset_is_a_load_error_naming_plugin_tool_keyword_and_pointer() {
     let t = TestHost::new(&[CALC, toolwarden_tests::BAD_SCHEMA]);
     let host = t.controller();
-    let failure = &host.registry().failures()[0];
+    let registry = host.registry();
+    let failure = &registry.failures()[0];
     let message = format!("{failure} (hint: {})", failure.error.hint());
     for part in [
         "bad_schema.wasm",
@@ -153,5 +154,67 @@ fn a_schema_outside_the_enforced_subset_is_a_load_error_naming_plugin_tool_keywo
         assert!(message.contains(part), "missing {part:?} in {message}");
     }
     assert!(host.registry().get("loose").is_none());
+    assert_still_serves(&host);
+}
+
+#[test]
+fn reload_adds_and_removes_plugins_and_rejects_newcomers_that_clash_or_break() {
+    let t = TestHost::new(&[CALC]);
+    let host = t.controller();
+    let before = host.registry();
+    t.add_plugin(FS);
+    assert!(host.reload().unwrap(), "a new plugin changes the tool list");
+    assert!(host.registry().get("read_file").is_some());
+    assert!(
+        before.get("read_file").is_none(),
+        "a version in use is never changed under its callers"
+    );
+    assert!(before.get("calc").is_some());
+
+    t.add_plugin(SHADOW);
+    std::fs::write(t.plugins.join("broken.wasm"), b"\0asm\x0d\0\x01\0garbage").unwrap();
+    assert!(
+        !host.reload().unwrap(),
+        "a rejected newcomer changes nothing"
+    );
+    let registry = host.registry();
+    let failures: Vec<String> = registry
+        .failures()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(failures.len(), 2, "{failures:#?}");
+    assert!(
+        failures.iter().any(|f| f.contains("shadow.wasm")
+            && f.contains("already served by")
+            && f.contains("fs.wasm")),
+        "{failures:#?}"
+    );
+    assert!(
+        failures.iter().any(|f| f.contains("broken.wasm")),
+        "{failures:#?}"
+    );
+    assert!(
+        registry
+            .get("read_file")
+            .unwrap()
+            .plugin
+            .file
+            .ends_with("fs.wasm")
+    );
+    assert_still_serves(&host);
+
+    std::fs::remove_file(t.plugins.join("shadow.wasm")).unwrap();
+    std::fs::remove_file(t.plugins.join("fs.wasm")).unwrap();
+    assert!(host.reload().unwrap());
+    assert!(host.registry().get("read_file").is_none());
+    assert_still_serves(&host);
+
+    std::fs::remove_dir_all(&t.plugins).unwrap();
+    assert_eq!(
+        host.reload().unwrap_err().code(),
+        "PLUGINS_DIR",
+        "a vanished directory is an error"
+    );
     assert_still_serves(&host);
 }

@@ -147,3 +147,28 @@ async def test_cancelling_a_busy_loop_stops_it_quickly(host):
         time.sleep(0.1)
     assert outcomes and outcomes[0]["code"] == "CANCELLED", outcomes
     assert outcomes[0]["duration_us"] < 2_000_000, "stopped well before its 30 s deadline"
+
+
+async def test_a_plugin_copied_into_the_plugins_dir_appears_after_list_changed(host):
+    fs = host.plugins / "fs.wasm"
+    parked = host.workspace.parent / "fs.wasm.parked"
+    fs.rename(parked)
+    changed = anyio.Event()
+
+    async def on_message(message):
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    async with stdio_client(host.server()) as (r, w), ClientSession(r, w, message_handler=on_message) as s:
+        await s.initialize()
+        names = {t.name for t in (await s.list_tools()).tools}
+        assert "read_file" not in names
+        import shutil
+
+        shutil.copy(parked, fs)
+        with anyio.fail_after(10):
+            await changed.wait()
+        names = {t.name for t in (await s.list_tools()).tools}
+        assert "read_file" in names
+        res = await s.call_tool("read_file", {"path": "hello.txt"})
+        assert res.structured_content["content"] == "hello"

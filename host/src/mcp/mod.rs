@@ -15,6 +15,9 @@
 //! approvals are bound to it. Only this module names `rmcp`.
 
 mod convert;
+mod watch;
+
+pub use watch::PLUGIN_POLL;
 
 use crate::call::{CallRequest, Progress, ProgressSink, SessionId};
 use crate::controller::Controller;
@@ -24,7 +27,7 @@ use rmcp::model::{
     ElicitationSchema, Implementation, ListToolsResult, PaginatedRequestParams,
     ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::{Peer, RequestContext};
+use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,6 +41,7 @@ pub const ELICITATION_TIMEOUT: Duration = Duration::from_secs(300);
 pub struct Server {
     host: Arc<Controller>,
     session: SessionId,
+    peers: watch::Peers,
 }
 
 impl Server {
@@ -45,17 +49,23 @@ impl Server {
         Server {
             host,
             session: SessionId::new(),
+            peers: watch::Peers::default(),
         }
     }
 
     /// Serves this connection on stdin/stdout until the client goes away.
     pub async fn serve_stdio(self) -> Result<(), String> {
+        let watcher = tokio::spawn(watch::watch(
+            Arc::clone(&self.host),
+            Arc::clone(&self.peers),
+        ));
         let running = self
             .serve(rmcp::transport::stdio())
             .await
             .map_err(|e| e.to_string())?;
-        running.waiting().await.map_err(|e| e.to_string())?;
-        Ok(())
+        let ended = running.waiting().await.map_err(|e| e.to_string());
+        watcher.abort();
+        ended.map(drop)
     }
 
     fn tools(&self) -> Vec<Tool> {
@@ -187,6 +197,13 @@ impl ServerHandler for Server {
             "Tools run in a sandbox under a policy. An error result starts with its code \
                  (e.g. POLICY_DENIED, INVALID_ARGS) and says what you may do next.",
         )
+    }
+
+    async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
+        self.peers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(cx.peer);
     }
 
     async fn list_tools(

@@ -78,6 +78,57 @@ impl Registry {
         Ok(registry)
     }
 
+    /// Loads `dir` again for a running host. Unlike [`Registry::load`], a
+    /// name clash does not stop anything: plugins that `previous` already
+    /// served (same file, same bytes) keep their names, and a newcomer that
+    /// claims one of them is rejected as a load failure.
+    pub fn reload(dir: &Path, sandbox: &Sandbox, previous: &Registry) -> Result<Registry, Error> {
+        let files = load::plugin_files(dir)?;
+        let serving = |plugin: &Plugin| {
+            previous
+                .plugins
+                .iter()
+                .any(|p| p.file == plugin.file && p.sha256 == plugin.sha256)
+        };
+        let (mut kept, mut arriving) = (Vec::new(), Vec::new());
+        let mut registry = Registry::default();
+        for outcome in load::load_all(&files, sandbox) {
+            match outcome {
+                Ok(loaded) if serving(&loaded.0) => kept.push(loaded),
+                Ok(loaded) => arriving.push(loaded),
+                Err(failure) => registry.failures.push(failure),
+            }
+        }
+        for (plugin, tools) in kept {
+            registry.add(plugin, tools)?;
+        }
+        for (plugin, tools) in arriving {
+            let clash = tools.iter().find_map(|t| {
+                registry
+                    .tools
+                    .get(&t.spec.name)
+                    .map(|other| (t.spec.name.clone(), other.plugin.file.clone()))
+            });
+            match clash {
+                Some((tool, other)) => registry.failures.push(LoadFailure {
+                    file: plugin.file.clone(),
+                    error: PluginError::Conflict { tool, other },
+                }),
+                None => registry.add(plugin, tools)?,
+            }
+        }
+        Ok(registry)
+    }
+
+    /// Identifies the served tools and their plugin versions, to tell
+    /// whether a reload changed anything a client can see.
+    pub fn fingerprint(&self) -> Vec<(String, String)> {
+        self.tools
+            .values()
+            .map(|t| (t.spec.name.clone(), t.plugin.sha256.clone()))
+            .collect()
+    }
+
     /// Loads one plugin file on its own (for `inspect`).
     pub fn load_file(
         file: &Path,

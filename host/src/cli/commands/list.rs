@@ -9,11 +9,11 @@ use serde_json::json;
 
 pub fn run(config: Config, json: bool, printer: Printer) -> Result<ExitStatus, Error> {
     let host = Controller::new(config)?;
-    for failure in host.registry().failures() {
+    let registry = host.registry();
+    for failure in registry.failures() {
         printer.error(failure, Some(&failure.error.hint()));
     }
-    let rows: Vec<_> = host
-        .registry()
+    let rows: Vec<_> = registry
         .tools()
         .map(|tool| {
             let decision = host.decision(tool);
