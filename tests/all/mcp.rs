@@ -66,3 +66,14 @@ fn serve_answers_initialize_list_and_call_over_stdio() {
         "serve exits cleanly when the client goes away"
     );
 }
+
+#[test]
+fn serve_refuses_a_public_http_address_without_a_token() {
+    let t = TestHost::new(&[CALC]);
+    let (code, _, stderr) = crate::harness::run_cli(t.cli().args(["serve", "--http", "0.0.0.0:0"]));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("without a token") && stderr.contains("--token-file"),
+        "{stderr}"
+    );
+}

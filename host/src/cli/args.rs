@@ -94,8 +94,8 @@ pub enum Command {
         #[arg(long, value_name = "ID")]
         approval: Option<String>,
     },
-    /// Serve every tool over MCP on stdin/stdout (logs go to stderr)
-    Serve,
+    /// Serve every tool over MCP: on stdin/stdout (logs go to stderr), or over HTTP
+    Serve(ServeArgs),
     /// Review and decide approvals that the policy asked for
     Approvals {
         #[command(subcommand)]
@@ -179,4 +179,20 @@ pub struct AuditArgs {
     /// Only records of this call
     #[arg(long, value_name = "ID")]
     pub call: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio [e.g. 127.0.0.1:8765]
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8765")]
+    pub http: Option<std::net::SocketAddr>,
+    /// A file holding the token every HTTP request must send as `Authorization: Bearer`
+    #[arg(long, env = "TOOLWARDEN_TOKEN_FILE", value_name = "FILE")]
+    pub token_file: Option<std::path::PathBuf>,
+    /// Another `Host` header value to accept (loopback names always are)
+    #[arg(long, value_name = "HOST")]
+    pub allow_host: Vec<String>,
+    /// Listen on a non-loopback address without a token (anyone who reaches it can call tools)
+    #[arg(long)]
+    pub insecure_no_auth: bool,
 }

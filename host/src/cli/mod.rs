@@ -127,7 +127,7 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
             },
             printer,
         ),
-        Command::Serve => commands::serve::run(config),
+        Command::Serve(args) => commands::serve::run(config, args, printer),
         Command::Approvals { command } => match command {
             ApprovalsCommand::List { json } => commands::approvals::list(&config, json, printer),
             ApprovalsCommand::Show { id, json } => {

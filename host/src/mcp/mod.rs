@@ -15,7 +15,10 @@
 //! approvals are bound to it. Only this module names `rmcp`.
 
 mod convert;
+mod http;
 mod watch;
+
+pub use http::{Exposure, HttpOptions};
 
 pub use watch::PLUGIN_POLL;
 
@@ -46,11 +49,21 @@ pub struct Server {
 
 impl Server {
     pub fn new(host: Arc<Controller>) -> Server {
+        Server::with_peers(host, watch::Peers::default())
+    }
+
+    /// A connection that shares its list of peers to notify with others.
+    fn with_peers(host: Arc<Controller>, peers: watch::Peers) -> Server {
         Server {
             host,
             session: SessionId::new(),
-            peers: watch::Peers::default(),
+            peers,
         }
+    }
+
+    /// Serves MCP over Streamable HTTP until the process stops.
+    pub async fn serve_http(host: Arc<Controller>, options: HttpOptions) -> Result<(), String> {
+        http::serve(host, options).await
     }
 
     /// Serves this connection on stdin/stdout until the client goes away.

@@ -1,0 +1,157 @@
+//! MCP over Streamable HTTP at `/mcp`.
+//!
+//! Each MCP session gets its own [`Server`] (one toolwarden session); the
+//! plugin watcher and the list of peers to notify are shared. The `Host`
+//! header must name an allowed host (rmcp checks it: a DNS-rebinding
+//! defence), and when a token is configured every request needs
+//! `Authorization: Bearer <token>`. Listening beyond loopback without a
+//! token is refused unless the operator says `--insecure-no-auth`.
+
+use super::{Server, watch};
+use crate::controller::Controller;
+use axum::extract::Request;
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use sha2::{Digest, Sha256};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// Where and how to listen.
+#[derive(Clone, Debug)]
+pub struct HttpOptions {
+    pub addr: SocketAddr,
+    /// Required as `Authorization: Bearer` on every request, when set.
+    pub token: Option<String>,
+    /// Accepted `Host` header values (besides loopback names).
+    pub allowed_hosts: Vec<String>,
+    /// Allows a non-loopback address without a token.
+    pub exposure: Exposure,
+}
+
+/// Whether listening beyond loopback without a token was asked for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Exposure {
+    /// Refuse a non-loopback address unless a token is set.
+    #[default]
+    TokenRequired,
+    /// The operator accepted an unauthenticated public listener.
+    InsecureNoAuth,
+}
+
+impl HttpOptions {
+    /// Why these options must not be served, if they must not.
+    pub fn refusal(&self) -> Option<String> {
+        match (self.addr.ip().is_loopback(), &self.token, self.exposure) {
+            (false, None, Exposure::TokenRequired) => Some(format!(
+                "refusing to serve MCP on `{}` without a token: anyone who reaches it could call your tools",
+                self.addr
+            )),
+            (true, _, _) | (false, Some(_), _) | (false, None, Exposure::InsecureNoAuth) => None,
+        }
+    }
+}
+
+/// Compares digests so the time taken does not depend on where the tokens
+/// differ.
+fn token_matches(given: &str, expected: &str) -> bool {
+    Sha256::digest(given.as_bytes()) == Sha256::digest(expected.as_bytes())
+}
+
+async fn require_token(token: Arc<String>, request: Request, next: Next) -> Response {
+    let given = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    match given {
+        Some(given) if token_matches(given, &token) => next.run(request).await,
+        Some(_) | None => (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer")],
+            "toolwarden: this MCP endpoint needs `Authorization: Bearer <token>`\n",
+        )
+            .into_response(),
+    }
+}
+
+/// Serves until the process is stopped.
+pub async fn serve(host: Arc<Controller>, options: HttpOptions) -> Result<(), String> {
+    let peers = watch::Peers::default();
+    let watcher = tokio::spawn(watch::watch(Arc::clone(&host), Arc::clone(&peers)));
+    let mut config = StreamableHttpServerConfig::default();
+    config
+        .allowed_hosts
+        .extend(options.allowed_hosts.iter().cloned());
+    let factory = move || Ok(Server::with_peers(Arc::clone(&host), Arc::clone(&peers)));
+    let service =
+        StreamableHttpService::new(factory, LocalSessionManager::default().into(), config);
+    let mut router = axum::Router::new().nest_service("/mcp", service);
+    if let Some(token) = options.token {
+        let token = Arc::new(token);
+        router = router.layer(axum::middleware::from_fn(
+            move |request: Request, next: Next| require_token(Arc::clone(&token), request, next),
+        ));
+    }
+    let listener = tokio::net::TcpListener::bind(options.addr)
+        .await
+        .map_err(|e| format!("cannot listen on `{}`: {e}", options.addr))?;
+    tracing::info!("serving MCP at http://{}/mcp", options.addr);
+    let served = axum::serve(listener, router)
+        .await
+        .map_err(|e| e.to_string());
+    watcher.abort();
+    served
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(addr: &str, token: Option<&str>, exposure: Exposure) -> HttpOptions {
+        HttpOptions {
+            addr: addr.parse().unwrap(),
+            token: token.map(str::to_owned),
+            allowed_hosts: vec![],
+            exposure,
+        }
+    }
+
+    #[test]
+    fn a_public_address_needs_a_token_or_an_explicit_opt_out() {
+        assert!(
+            options("127.0.0.1:8765", None, Exposure::TokenRequired)
+                .refusal()
+                .is_none()
+        );
+        assert!(
+            options("[::1]:8765", None, Exposure::TokenRequired)
+                .refusal()
+                .is_none()
+        );
+        assert!(
+            options("0.0.0.0:8765", None, Exposure::TokenRequired)
+                .refusal()
+                .is_some()
+        );
+        assert!(
+            options("0.0.0.0:8765", Some("t"), Exposure::TokenRequired)
+                .refusal()
+                .is_none()
+        );
+        assert!(
+            options("0.0.0.0:8765", None, Exposure::InsecureNoAuth)
+                .refusal()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn tokens_must_match_exactly() {
+        assert!(token_matches("secret", "secret"));
+        assert!(!token_matches("secret ", "secret"));
+        assert!(!token_matches("", "secret"));
+    }
+}

@@ -1,0 +1,85 @@
+"""`toolwarden serve --http` (Streamable HTTP at /mcp), driven by the official SDK."""
+
+import json
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from mcp import ClientSession, types
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from conftest import BINARY
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "test-token-0123456789abcdef"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def http_server(host, tmp_path):
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(BINARY), "serve", "--http", f"127.0.0.1:{port}", "--token-file", str(token_file)],
+        env=host.env(),
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            assert proc.poll() is None, proc.stderr.read().decode()
+            time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}/mcp"
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def post(url: str, headers: dict) -> int:
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                       "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                  "clientInfo": {"name": "raw", "version": "0"}}}).encode()
+    request = urllib.request.Request(url, data=body, method="POST", headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+async def test_calls_over_http_with_the_token(host, http_server):
+    async def approve(context, params):
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    client = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
+    async with client, streamable_http_client(http_server, http_client=client) as (r, w), \
+            ClientSession(r, w, elicitation_callback=approve) as s:
+        await s.initialize()
+        names = {t.name for t in (await s.list_tools()).tools}
+        assert {"calc", "read_file", "write_file"} <= names
+        res = await s.call_tool("calc", {"op": "sub", "a": 50, "b": 8})
+        assert res.structured_content == {"result": 42}
+        wrote = await s.call_tool("write_file", {"path": "via-http.txt", "content": "ok"})
+        assert wrote.is_error is False, wrote.content
+    assert (host.workspace / "via-http.txt").read_text() == "ok"
+
+
+async def test_http_without_the_token_or_with_a_foreign_host_is_refused(http_server):
+    assert post(http_server, {}) == 401
+    assert post(http_server, {"Authorization": "Bearer wrong"}) == 401
+    assert post(http_server, {"Authorization": f"Bearer {TOKEN}", "Host": "evil.example"}) == 403
+    assert post(http_server, {"Authorization": f"Bearer {TOKEN}"}) == 200
