@@ -52,6 +52,12 @@ pub enum Error {
     #[error("the state directory `{}` is inside the workspace `{}`", state.display(), workspace.display())]
     StateInWorkspace { state: PathBuf, workspace: PathBuf },
 
+    #[error("the plugins directory `{}` is inside the workspace `{}`, which this session lets tools write", plugins.display(), workspace.display())]
+    PluginsInWorkspace {
+        plugins: PathBuf,
+        workspace: PathBuf,
+    },
+
     #[error("cannot set up the sandbox engine: {0}")]
     Engine(String),
 
@@ -72,6 +78,7 @@ impl Error {
             Error::Plugin { .. } => "PLUGIN_INVALID",
             Error::Directory { .. } => "DIRECTORY",
             Error::StateInWorkspace { .. } => "STATE_IN_WORKSPACE",
+            Error::PluginsInWorkspace { .. } => "PLUGINS_IN_WORKSPACE",
             Error::Engine(_) => "ENGINE",
             Error::State { .. } => "STATE",
         }
@@ -100,6 +107,11 @@ impl Error {
             Error::StateInWorkspace { .. } => {
                 "choose a `--state` directory outside the workspace: a tool that can write the \
                  workspace could otherwise tamper with the host's state"
+                    .into()
+            }
+            Error::PluginsInWorkspace { .. } => {
+                "keep `--plugins` outside the workspace: a tool that can write the workspace could \
+                 otherwise add a plugin of its own choosing"
                     .into()
             }
             Error::Engine(_) => {

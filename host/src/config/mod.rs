@@ -211,6 +211,14 @@ impl ConfigBuilder {
             source,
         })?;
         let state_dir = canonical_dir("state directory", &state_dir)?;
+        // A tool that can write the workspace could plant a plugin that the
+        // host would load (at once, with hot reload).
+        if self.sandbox == SandboxMode::WorkspaceWrite
+            && let Ok(plugins) = std::fs::canonicalize(&plugins_dir)
+            && plugins.starts_with(&workspace)
+        {
+            return Err(Error::PluginsInWorkspace { plugins, workspace });
+        }
         if state_dir.starts_with(&workspace) {
             return Err(Error::StateInWorkspace {
                 state: state_dir,
@@ -295,6 +303,29 @@ mod tests {
             .build()
             .unwrap_err();
         assert_eq!(err.code(), "STATE_IN_WORKSPACE");
+    }
+
+    #[test]
+    fn plugins_inside_a_writable_workspace_are_refused() {
+        let ws = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        std::fs::create_dir(ws.path().join("plugins")).unwrap();
+        let build = |mode| {
+            ConfigBuilder::new(ws.path())
+                .plugins_dir(ws.path().join("plugins"))
+                .state_dir(state.path())
+                .config_text("")
+                .sandbox(mode)
+                .build()
+        };
+        assert_eq!(
+            build(SandboxMode::WorkspaceWrite).unwrap_err().code(),
+            "PLUGINS_IN_WORKSPACE"
+        );
+        assert!(
+            build(SandboxMode::ReadOnly).is_ok(),
+            "nothing can write them in a read-only session"
+        );
     }
 
     #[test]
