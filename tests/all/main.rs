@@ -7,6 +7,7 @@ mod harness;
 mod approvals;
 mod audit;
 mod cli;
+mod export;
 mod guards;
 mod limits;
 mod mcp;

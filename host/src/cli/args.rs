@@ -72,6 +72,11 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The tool list as a model API takes it: openai, openai-strict, anthropic or mcp
+    Schemas {
+        #[arg(long, default_value = "openai")]
+        format: crate::export::Format,
+    },
     /// Policy tools: `policy explain TOOL ARGS` shows how the rules decide a call
     Policy {
         #[command(subcommand)]

@@ -20,6 +20,11 @@ mod watch;
 
 pub use http::{Exposure, HttpOptions};
 
+/// A tool as MCP `tools/list` shows it, as JSON (for `toolwarden schemas`).
+pub fn tool_json(spec: &crate::spec::ToolSpec) -> serde_json::Value {
+    serde_json::to_value(convert::tool(spec)).unwrap_or_default()
+}
+
 pub use watch::PLUGIN_POLL;
 
 use crate::call::{CallRequest, Progress, ProgressSink, SessionId};

@@ -6,4 +6,5 @@ pub mod call;
 pub mod inspect;
 pub mod list;
 pub mod policy;
+pub mod schemas;
 pub mod serve;
