@@ -20,7 +20,9 @@ use crate::policy::{Decision, Explanation};
 use crate::records::Records;
 use crate::registry::{Plugin, Registry, Tool};
 use crate::sandbox::{RunContext, Sandbox};
+use crate::scheduler;
 use crate::schema;
+use futures::StreamExt;
 use std::path::Path;
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
@@ -147,13 +149,47 @@ impl Controller {
     /// Runs one call through the whole pipeline. Always returns a result.
     pub async fn handle(&self, request: CallRequest) -> CallResult {
         let started = Instant::now();
-        let subject = Subject {
-            call_id: request.call_id.to_string(),
-            session: request.session.as_str().to_owned(),
-            tool: request.tool.clone(),
-        };
         let mut trail = Trail::default();
-        let outcome = self.pipeline(&request, &subject, &mut trail).await;
+        let outcome = self.pipeline(&request, &mut trail).await;
+        self.finish(request, trail, outcome, started)
+    }
+
+    /// Runs the calls of one model turn: parallel-safe neighbours together,
+    /// everything else alone (see [`crate::scheduler`]). Results come back in
+    /// call order. Calls beyond `budget.max_calls_per_turn` do not run.
+    pub async fn handle_batch(&self, mut calls: Vec<CallRequest>) -> Vec<CallResult> {
+        let over = match self.config.budget.max_calls_per_turn {
+            Some(max) if calls.len() as u64 > max => calls.split_off(max as usize),
+            Some(_) | None => Vec::new(),
+        };
+        let mut results = Vec::with_capacity(calls.len() + over.len());
+        for group in scheduler::groups(&self.registry(), calls) {
+            let done: Vec<CallResult> = futures::stream::iter(group)
+                .map(|call| self.handle(call))
+                .buffered(self.config.max_parallel)
+                .collect()
+                .await;
+            results.extend(done);
+        }
+        for call in over {
+            let refusal = CallError::new(
+                ErrorCode::BudgetExceeded,
+                "this turn asked for more calls than `budget.max_calls_per_turn` allows; this one did not run",
+            );
+            results.push(self.finish(call, Trail::default(), Err(refusal), Instant::now()));
+        }
+        results
+    }
+
+    /// Records how a call ended and freezes its result.
+    fn finish(
+        &self,
+        request: CallRequest,
+        mut trail: Trail,
+        outcome: Result<CheckedOutput, CallError>,
+        started: Instant,
+    ) -> CallResult {
+        let subject = Subject::of(&request);
         let duration_us = started.elapsed().as_micros() as u64;
         let (status, value, content, error) = match outcome {
             Ok(checked) => {
@@ -162,8 +198,8 @@ impl Controller {
             }
             Err(error) => (error.code.status(), None, None, Some(error)),
         };
-        let last = if trail.ran {
-            Event::Outcome {
+        let last = match (&error, trail.ran) {
+            (error, true) => Event::Outcome {
                 status: status.as_str(),
                 code: error.as_ref().map(|e| e.code.as_str()),
                 message: error.as_ref().map(|e| e.message.clone()),
@@ -171,17 +207,15 @@ impl Controller {
                 fuel_used: trail.fuel_used,
                 output_bytes: content.as_ref().map_or(0, String::len),
                 value: value.as_ref().map(|v| self.records.audit_log().redact(v)),
-            }
-        } else {
-            let e = error
-                .as_ref()
-                .map_or((ErrorCode::HostError, String::new()), |e| {
-                    (e.code, e.message.clone())
-                });
-            Event::Refused {
-                code: e.0.as_str(),
-                message: e.1,
-            }
+            },
+            (Some(e), false) => Event::Refused {
+                code: e.code.as_str(),
+                message: e.message.clone(),
+            },
+            (None, false) => Event::Refused {
+                code: ErrorCode::HostError.as_str(),
+                message: "ended without running".into(),
+            },
         };
         trail.events.push(last);
         if let Err(e) = self.records.audit_log().record(&subject, &trail.events) {
@@ -213,9 +247,14 @@ impl Controller {
     async fn pipeline(
         &self,
         request: &CallRequest,
-        subject: &Subject,
         trail: &mut Trail,
     ) -> Result<CheckedOutput, CallError> {
+        if request.cancel.is_cancelled() {
+            return Err(CallError::new(
+                ErrorCode::Cancelled,
+                "the call was cancelled before it started; it did not run",
+            ));
+        }
         let args = Arguments::materialize(&request.args)?;
         let audit = self.records.audit_log();
         trail.events.push(Event::Call {
@@ -237,7 +276,7 @@ impl Controller {
             .admit(admitted, request, &mut trail.events)?;
         // Nothing runs unless the trail so far is on disk.
         audit
-            .record(subject, &std::mem::take(&mut trail.events))
+            .record(&Subject::of(request), &std::mem::take(&mut trail.events))
             .map_err(|e| {
                 CallError::new(
                     ErrorCode::HostError,

@@ -41,9 +41,11 @@ mod policy;
 mod records;
 mod registry;
 mod sandbox;
+mod scheduler;
 mod schema;
 mod spec;
 mod store;
+mod turn;
 
 pub use approval::{Approval, DEFAULT_APPROVAL_TTL};
 pub use audit::{DEFAULT_REDACT_KEYS, Record, Verification};

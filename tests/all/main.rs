@@ -15,6 +15,7 @@ mod pipeline;
 mod policy;
 mod registry;
 mod sandbox;
+mod scheduler;
 
 /// Every example plugin must be exercised by a test named after it in
 /// [`plugins`]: adding a plugin without one fails to compile.

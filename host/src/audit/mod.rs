@@ -93,6 +93,16 @@ pub struct Subject {
     pub tool: String,
 }
 
+impl Subject {
+    pub fn of(request: &crate::call::CallRequest) -> Subject {
+        Subject {
+            call_id: request.call_id.to_string(),
+            session: request.session.as_str().to_owned(),
+            tool: request.tool.clone(),
+        }
+    }
+}
+
 /// A stored record, for display.
 #[derive(Clone, Debug, Serialize)]
 pub struct Record {

@@ -72,6 +72,17 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run the tool calls of one model turn (OpenAI or Anthropic shape) as a batch
+    Turn {
+        /// A JSON list of tool calls, or `-` for stdin
+        input: std::path::PathBuf,
+        /// Print every result in full instead of the API's result messages
+        #[arg(long)]
+        json: bool,
+        /// The agent session the turn belongs to [default: a fresh one]
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+    },
     /// The tool list as a model API takes it: openai, openai-strict, anthropic or mcp
     Schemas {
         #[arg(long, default_value = "openai")]

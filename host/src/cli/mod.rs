@@ -128,6 +128,11 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
             printer,
         ),
         Command::Serve(args) => commands::serve::run(config, args, printer),
+        Command::Turn {
+            input,
+            json,
+            session,
+        } => commands::turn::run(config, &input, session, json, printer),
         Command::Schemas { format } => commands::schemas::run(config, format, printer),
         Command::Approvals { command } => match command {
             ApprovalsCommand::List { json } => commands::approvals::list(&config, json, printer),

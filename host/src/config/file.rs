@@ -49,6 +49,8 @@ struct FileConfig {
     #[serde(default)]
     mcp: Option<McpTable>,
     #[serde(default)]
+    scheduler: Option<Spanned<SchedulerTable>>,
+    #[serde(default)]
     rule: Vec<Spanned<RuleTable>>,
 }
 
@@ -73,8 +75,15 @@ struct BudgetTable {
     max_calls: Option<u64>,
     max_calls_per_tool: Option<u64>,
     max_run_ms: Option<u64>,
+    max_calls_per_turn: Option<u64>,
     #[serde(default)]
     allow_duplicate_calls: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SchedulerTable {
+    max_parallel: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -112,6 +121,7 @@ pub(super) struct Parsed {
     pub redact_keys: Vec<String>,
     pub budget: Budget,
     pub mcp_list_denied: bool,
+    pub max_parallel: usize,
 }
 
 /// Longest approval lifetime a config may set: a day.
@@ -145,7 +155,8 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         message: e.message().to_owned(),
         hint: "see the config format in the README: `[limits]` takes timeout_ms, fuel, \
                memory_mb, max_output_kb; `[approvals]` ttl_seconds; `[audit]` redact_keys; `[budget]` max_calls, \
-               max_calls_per_tool, max_run_ms, allow_duplicate_calls; `[mcp]` list_denied; each \
+               max_calls_per_tool, max_run_ms, max_calls_per_turn, allow_duplicate_calls; `[mcp]` list_denied; \
+               `[scheduler]` max_parallel; each \
                `[[rule]]` takes tools, plugin, risk, effects, filesystem, when, decision, reason"
             .into(),
     })?;
@@ -215,7 +226,14 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         Some(table) => {
             let line = line_of(text, table.span().start);
             let table = table.into_inner();
-            if [table.max_calls, table.max_calls_per_tool, table.max_run_ms].contains(&Some(0)) {
+            if [
+                table.max_calls,
+                table.max_calls_per_tool,
+                table.max_run_ms,
+                table.max_calls_per_turn,
+            ]
+            .contains(&Some(0))
+            {
                 return Err(FileError {
                     line: Some(line),
                     message: "a `[budget]` limit is 0, which would refuse every call".into(),
@@ -226,8 +244,27 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
                 max_calls: table.max_calls,
                 max_calls_per_tool: table.max_calls_per_tool,
                 max_run_time: table.max_run_ms.map(Duration::from_millis),
+                max_calls_per_turn: table.max_calls_per_turn,
                 allow_duplicate_calls: table.allow_duplicate_calls,
             }
+        }
+    };
+    let max_parallel = match file.scheduler {
+        None => crate::scheduler::default_parallelism(),
+        Some(table) => {
+            let line = line_of(text, table.span().start);
+            let default = crate::scheduler::default_parallelism() as u64;
+            bounded(
+                "max_parallel",
+                table.into_inner().max_parallel,
+                default,
+                1024,
+            )
+            .map_err(|message| FileError {
+                line: Some(line),
+                message: message.replace("limits.", "scheduler."),
+                hint: "choose a value inside the allowed range".into(),
+            })? as usize
         }
     };
     let mcp_list_denied = file.mcp.is_some_and(|m| m.list_denied);
@@ -238,6 +275,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         redact_keys,
         budget,
         mcp_list_denied,
+        max_parallel,
     })
 }
 

@@ -68,6 +68,8 @@ pub struct Config {
     pub(crate) redact_keys: Vec<String>,
     pub(crate) budget: crate::guards::Budget,
     pub(crate) mcp_list_denied: bool,
+    /// Parallel-safe calls of one turn that may run at once.
+    pub(crate) max_parallel: usize,
 }
 
 impl Config {
@@ -238,6 +240,7 @@ impl ConfigBuilder {
             redact_keys: parsed.redact_keys,
             budget: parsed.budget,
             mcp_list_denied: parsed.mcp_list_denied,
+            max_parallel: parsed.max_parallel,
         })
     }
 }

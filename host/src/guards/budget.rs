@@ -18,6 +18,8 @@ pub struct Budget {
     pub max_calls: Option<u64>,
     pub max_calls_per_tool: Option<u64>,
     pub max_run_time: Option<Duration>,
+    /// Calls one model turn may ask for (checked by the batch runner).
+    pub max_calls_per_turn: Option<u64>,
     /// The same tool with the same arguments may run again in a session.
     /// Off by default, except for tools declaring `read-only` and `idempotent`.
     pub allow_duplicate_calls: bool,

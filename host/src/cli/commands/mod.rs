@@ -8,3 +8,4 @@ pub mod list;
 pub mod policy;
 pub mod schemas;
 pub mod serve;
+pub mod turn;
