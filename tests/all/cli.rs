@@ -137,23 +137,12 @@ fn call_json_has_every_field_and_exit_codes_follow_the_status() {
 
 #[test]
 fn call_reads_arguments_from_stdin_and_prints_short_human_output() {
-    use std::io::Write;
     let t = TestHost::new(&[CALC]);
-    let mut child = t
-        .cli()
-        .args(["call", "calc", "-"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(br#"{"op":"sub","a":10,"b":4}"#)
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "6");
+    let (_, stdout, _) = crate::harness::run_cli_with_stdin(
+        t.cli().args(["call", "calc", "-"]),
+        br#"{"op":"sub","a":10,"b":4}"#,
+    );
+    assert_eq!(stdout.trim(), "6");
     let (code, stdout, _) = run_cli(t.cli().args(["call", "calc", r#"{"op":"add"}"#]));
     assert_eq!(code, 1);
     assert!(stdout.starts_with("error [INVALID_ARGS]"), "{stdout}");

@@ -136,11 +136,30 @@ pub fn binary() -> PathBuf {
 }
 
 pub fn run_cli(cmd: &mut Command) -> (i32, String, String) {
+    run_cli_with_stdin(cmd, b"")
+}
+
+/// Runs `cmd` with `input` on its stdin: (exit code, stdout, stderr).
+pub fn run_cli_with_stdin(cmd: &mut Command, input: &[u8]) -> (i32, String, String) {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run toolwarden");
+    child
+        .stdin
+        .take()
+        .expect("piped stdin")
+        .write_all(input)
+        .expect("write stdin");
     let Output {
         status,
         stdout,
         stderr,
-    } = cmd.output().expect("run toolwarden");
+    } = child.wait_with_output().expect("wait for toolwarden");
     (
         status.code().unwrap_or(-1),
         String::from_utf8_lossy(&stdout).into_owned(),

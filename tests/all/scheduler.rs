@@ -183,27 +183,16 @@ fn turn_round_trips_openai_tool_calls() {
 
 #[test]
 fn turn_round_trips_anthropic_tool_use_blocks_from_stdin() {
-    use std::io::Write;
     let (t, _host) = host("");
     let turn = serde_json::json!([
         {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "missing.txt"}},
         {"type": "tool_use", "id": "toolu_2", "name": "calc", "input": {"op": "add", "a": 1, "b": 2}},
     ]);
-    let mut child = t
-        .cli()
-        .args(["turn", "-"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(turn.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let blocks: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (_, stdout, _) = crate::harness::run_cli_with_stdin(
+        t.cli().args(["turn", "-"]),
+        turn.to_string().as_bytes(),
+    );
+    let blocks: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(blocks[0]["type"], "tool_result");
     assert_eq!(blocks[0]["tool_use_id"], "toolu_1");
     assert_eq!(blocks[0]["is_error"], true);
