@@ -77,6 +77,12 @@ impl Controller {
         })
     }
 
+    /// Loads plugins and policy as a host would and lists every problem,
+    /// running no tool (see [`crate::check`]).
+    pub fn check(config: &Config, target: Option<&Path>) -> Result<crate::check::Report, Error> {
+        crate::check::check(config, target)
+    }
+
     /// Loads one plugin file on its own, without the plugins directory.
     pub fn inspect(config: &Config, file: &Path) -> Result<Inspection, Error> {
         let sandbox = Sandbox::new(&config.workspace, &config.state_dir, &config.limits)?;

@@ -28,6 +28,7 @@ mod approval;
 mod audit;
 mod call;
 mod capability;
+mod check;
 pub mod cli;
 mod config;
 mod controller;
@@ -53,6 +54,7 @@ pub use call::{
     CallId, CallRequest, CancelToken, MAX_ARGS_BYTES, Progress, ProgressSink, SessionId,
 };
 pub use capability::{FsAccess, Grant};
+pub use check::{Problem, Report};
 pub use config::{Config, ConfigBuilder, DEFAULT_CONFIG_FILE, Limits, SandboxMode};
 pub use controller::{Controller, Inspection};
 pub use error::{Error, PluginError};

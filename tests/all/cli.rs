@@ -180,3 +180,49 @@ fn sandbox_mode_comes_from_the_flag() {
     assert_eq!(code, 1, "{stdout}");
     assert!(!t.workspace.join("w2.txt").exists());
 }
+
+#[test]
+fn check_lists_every_problem_with_a_fix_and_runs_nothing() {
+    use toolwarden_tests::{BAD_SCHEMA, SHADOW};
+    let policy = "[[rule]]\ntools = [\"calc\", \"read_file\", \"list_dir\", \"search_text\"]\ndecision = \"allow\"\nreason = \"ok\"\n\n\
+                  [[rule]]\ntools = [\"wirte_file\"]\ndecision = \"ask\"\nreason = \"typo\"\n";
+    let t = TestHost::new(&[CALC, FS, SHADOW, BAD_SCHEMA, BROKEN_TOOLS]).config(policy);
+    let (code, stdout, _) = run_cli(t.cli().arg("check"));
+    assert_eq!(code, 1, "{stdout}");
+    let problems: Vec<&str> = stdout
+        .lines()
+        .filter(|l| !l.starts_with("  fix: ") && !l.contains("problems ("))
+        .collect();
+    assert_eq!(problems.len(), 5, "{stdout}");
+    for expected in [
+        "bad_schema.wasm: tool `loose`: input schema at `/properties/n/multipleOf`",
+        "broken_tools.wasm: `tools()` failed: TOOL_CRASHED",
+        "shadow.wasm: tool `read_file` is already served by",
+        "tool `write_file`: no policy rule covers it",
+        "rule 2 (line 6): matches none of the loaded tools",
+    ] {
+        assert!(
+            problems.iter().any(|p| p.contains(expected)),
+            "missing {expected:?} in:\n{stdout}"
+        );
+    }
+    assert_eq!(stdout.matches("  fix: ").count(), 5);
+    assert!(
+        stdout.contains("5 problems (2 plugins, 5 tools, 2 rules)"),
+        "{stdout}"
+    );
+
+    let (code, stdout, _) = run_cli(
+        t.cli()
+            .args(["check", crate::harness::wasm(CALC), "--json"]),
+    );
+    assert_eq!(code, 0, "{stdout}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        (
+            report["tools"].as_u64(),
+            report["problems"].as_array().map(Vec::len)
+        ),
+        (Some(1), Some(0))
+    );
+}

@@ -72,6 +72,14 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Check plugins and the policy without running anything; one line per problem
+    Check {
+        /// A plugin file or a directory [default: the plugins directory]
+        target: Option<std::path::PathBuf>,
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
     /// Run the tool calls of one model turn (OpenAI or Anthropic shape) as a batch
     Turn {
         /// A JSON list of tool calls, or `-` for stdin

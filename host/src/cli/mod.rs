@@ -128,6 +128,9 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
             printer,
         ),
         Command::Serve(args) => commands::serve::run(config, args, printer),
+        Command::Check { target, json } => {
+            commands::check::run(&config, target.as_deref(), json, printer)
+        }
         Command::Turn {
             input,
             json,

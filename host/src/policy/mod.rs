@@ -95,6 +95,16 @@ impl Policy {
         Ok(Policy { rules })
     }
 
+    /// How many rules the policy has.
+    pub fn rule_count(&self) -> usize {
+        self.rules.len()
+    }
+
+    /// The config line rule `index` (0-based) was written on.
+    pub fn rule_line(&self, index: usize) -> Option<usize> {
+        self.rules.get(index).and_then(Rule::line)
+    }
+
     /// What every rule makes of a call to `spec` (from the plugin file named
     /// `plugin`) with `args`; `None` when only the tool is known.
     pub fn explain(&self, spec: &ToolSpec, plugin: &str, args: Option<&Value>) -> Explanation {
@@ -120,10 +130,7 @@ impl Policy {
                 RuleMatch::Missed(why) => (false, Some(why)),
                 RuleMatch::NeedsArgs => {
                     depends_on_args = true;
-                    (
-                        false,
-                        Some("depends on argument values (`when`)".to_owned()),
-                    )
+                    (false, Some(RuleMatch::NEEDS_ARGS_NOTE.to_owned()))
                 }
             };
             if matched && deciding.is_none_or(|d| rule.verdict() > d.verdict()) {

@@ -3,6 +3,7 @@
 pub mod approvals;
 pub mod audit;
 pub mod call;
+pub mod check;
 pub mod inspect;
 pub mod list;
 pub mod policy;

@@ -1,0 +1,118 @@
+//! The validation-only path: loads plugins and the policy exactly as the host
+//! would, runs no tool, and lists every problem with a fix. Used by
+//! `toolwarden check` and by CI pipelines that vet plugins before deploying.
+//!
+//! Problems: a plugin that does not load (world, schemas outside the subset,
+//! inconsistent effects, invalid names, empty descriptions), a tool name
+//! claimed twice, a tool no rule covers (always denied), and a rule that
+//! matches none of the loaded tools (usually a typo).
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::policy::RuleMatch;
+use crate::registry::{Registry, Tool};
+use crate::sandbox::Sandbox;
+use serde::Serialize;
+use std::path::Path;
+use std::sync::Arc;
+
+/// One thing to fix.
+#[derive(Clone, Debug, Serialize)]
+pub struct Problem {
+    /// The plugin file, tool or rule concerned.
+    pub place: String,
+    pub problem: String,
+    pub fix: String,
+}
+
+/// What a check found.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub plugins: usize,
+    pub tools: usize,
+    pub rules: usize,
+    pub problems: Vec<Problem>,
+}
+
+/// Checks the plugin file or directory `target` (default: the configured
+/// plugins directory) against the config's policy.
+pub fn check(config: &Config, target: Option<&Path>) -> Result<Report, Error> {
+    let sandbox = Sandbox::new(&config.workspace, &config.state_dir, &config.limits)?;
+    let target = target.unwrap_or(&config.plugins_dir);
+    let whole_set = target.is_dir();
+    let mut problems = Vec::new();
+    let (plugins, tools): (usize, Vec<Arc<Tool>>) = if whole_set {
+        // Reloading onto nothing: the first plugin to claim a name keeps it
+        // and every later claim is reported, instead of stopping at the first.
+        let registry = Registry::reload(target, &sandbox, &Registry::default())?;
+        for failure in registry.failures() {
+            problems.push(Problem {
+                place: failure.file.display().to_string(),
+                problem: failure.error.to_string(),
+                fix: failure.error.hint(),
+            });
+        }
+        (
+            registry.plugins().len(),
+            registry.tools().cloned().collect(),
+        )
+    } else {
+        match Registry::load_file(target, &sandbox) {
+            Ok((_, tools)) => (1, tools.into_iter().map(Arc::new).collect()),
+            Err(error) => {
+                problems.push(Problem {
+                    place: target.display().to_string(),
+                    problem: error.to_string(),
+                    fix: error.hint(),
+                });
+                (0, Vec::new())
+            }
+        }
+    };
+    let rules = config.policy.rule_count();
+    let mut rule_used = vec![false; rules];
+    for tool in &tools {
+        let explanation = config
+            .policy
+            .explain(&tool.spec, &tool.plugin.file_name(), None);
+        for (used, report) in rule_used.iter_mut().zip(&explanation.rules) {
+            *used |= report.matched || report.note.as_deref() == Some(RuleMatch::NEEDS_ARGS_NOTE);
+        }
+        if explanation.decision.matched.is_empty() && !explanation.decision.depends_on_args {
+            problems.push(Problem {
+                place: format!("tool `{}`", tool.spec.name),
+                problem: "no policy rule covers it, so every call to it is denied".into(),
+                fix: format!(
+                    "if agents should use it, add [[rule]] tools = [\"{}\"] decision = \"allow\" (or \"ask\") reason = \"...\"",
+                    tool.spec.name
+                ),
+            });
+        }
+    }
+    if whole_set {
+        for (index, used) in rule_used.iter().enumerate() {
+            if !used {
+                problems.push(Problem {
+                    place: format!(
+                        "rule {}{}",
+                        index + 1,
+                        config
+                            .policy
+                            .rule_line(index)
+                            .map(|l| format!(" (line {l})"))
+                            .unwrap_or_default()
+                    ),
+                    problem: "matches none of the loaded tools".into(),
+                    fix: "check its `tools`, `plugin` and other matchers against `toolwarden list`"
+                        .into(),
+                });
+            }
+        }
+    }
+    Ok(Report {
+        plugins,
+        tools: tools.len(),
+        rules,
+        problems,
+    })
+}

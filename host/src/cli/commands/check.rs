@@ -1,0 +1,42 @@
+//! `toolwarden check [PLUGIN.wasm|DIR]`: every problem, one line each, with a fix.
+
+use crate::cli::ExitStatus;
+use crate::cli::printer::Printer;
+use crate::config::Config;
+use crate::controller::Controller;
+use crate::error::Error;
+use std::path::Path;
+
+pub fn run(
+    config: &Config,
+    target: Option<&Path>,
+    json: bool,
+    printer: Printer,
+) -> Result<ExitStatus, Error> {
+    let report = Controller::check(config, target)?;
+    if json {
+        printer.json(&report);
+    } else {
+        for p in &report.problems {
+            // Quoted plugin output may span lines; a problem is one line.
+            let problem = p.problem.split_whitespace().collect::<Vec<_>>().join(" ");
+            printer.out(format!("{}: {problem}\n  fix: {}", p.place, p.fix));
+        }
+        let summary = format!(
+            "{} plugins, {} tools, {} rules",
+            report.plugins, report.tools, report.rules
+        );
+        match report.problems.len() {
+            0 => printer.out(format!("ok: {summary}, no problems")),
+            n => printer.out(format!(
+                "{n} problem{} ({summary})",
+                if n == 1 { "" } else { "s" }
+            )),
+        }
+    }
+    Ok(if report.problems.is_empty() {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
+}
