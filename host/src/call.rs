@@ -152,6 +152,16 @@ pub struct CallRequest {
     pub progress: Option<ProgressSink>,
     /// An approval id to consume, when the policy asks for one.
     pub approval: Option<String>,
+    pub tracing: Tracing,
+}
+
+/// Whether a call records each pipeline step in its result.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Tracing {
+    #[default]
+    Off,
+    /// Every step with its outcome and duration (`toolwarden call --trace`).
+    Steps,
 }
 
 impl CallRequest {
@@ -165,6 +175,7 @@ impl CallRequest {
             cancel: CancelToken::default(),
             progress: None,
             approval: None,
+            tracing: Tracing::Off,
         }
     }
 

@@ -10,11 +10,12 @@
 
 use crate::approval;
 use crate::audit::{Event, Subject};
+use crate::call::Tracing;
 use crate::call::{Arguments, CallRequest};
 use crate::config::Config;
 use crate::error::Error;
 use crate::guards::Guards;
-use crate::outcome::{CallError, CallResult, ErrorCode, Status};
+use crate::outcome::{CallError, CallResult, ErrorCode, Status, TraceStep};
 use crate::output::{self, CheckedOutput};
 use crate::policy::{Decision, Explanation};
 use crate::records::Records;
@@ -47,11 +48,47 @@ pub struct Inspection {
 }
 
 /// What happened on the way, for the audit trail.
-#[derive(Default)]
 struct Trail {
     events: Vec<Event>,
     ran: bool,
     fuel_used: Option<u64>,
+    /// Steps taken so far, when the caller asked for a trace.
+    trace: Option<Vec<TraceStep>>,
+    /// The step under way, and since when.
+    step: Option<(&'static str, Instant)>,
+}
+
+impl Trail {
+    fn new(tracing: Tracing) -> Trail {
+        let trace = match tracing {
+            Tracing::Off => None,
+            Tracing::Steps => Some(Vec::new()),
+        };
+        Trail {
+            events: Vec::new(),
+            ran: false,
+            fuel_used: None,
+            trace,
+            step: None,
+        }
+    }
+
+    fn begin(&mut self, step: &'static str) {
+        if self.trace.is_some() {
+            self.step = Some((step, Instant::now()));
+        }
+    }
+
+    /// Closes the step under way with what it found.
+    fn end(&mut self, outcome: impl FnOnce() -> String) {
+        if let (Some(trace), Some((step, since))) = (&mut self.trace, self.step.take()) {
+            trace.push(TraceStep {
+                step,
+                us: since.elapsed().as_micros() as u64,
+                outcome: outcome(),
+            });
+        }
+    }
 }
 
 impl Controller {
@@ -155,7 +192,7 @@ impl Controller {
     /// Runs one call through the whole pipeline. Always returns a result.
     pub async fn handle(&self, request: CallRequest) -> CallResult {
         let started = Instant::now();
-        let mut trail = Trail::default();
+        let mut trail = Trail::new(request.tracing);
         let outcome = self.pipeline(&request, &mut trail).await;
         self.finish(request, trail, outcome, started)
     }
@@ -182,7 +219,8 @@ impl Controller {
                 ErrorCode::BudgetExceeded,
                 "this turn asked for more calls than `budget.max_calls_per_turn` allows; this one did not run",
             );
-            results.push(self.finish(call, Trail::default(), Err(refusal), Instant::now()));
+            let trail = Trail::new(call.tracing);
+            results.push(self.finish(call, trail, Err(refusal), Instant::now()));
         }
         results
     }
@@ -196,6 +234,9 @@ impl Controller {
         started: Instant,
     ) -> CallResult {
         let subject = Subject::of(&request);
+        if let Err(error) = &outcome {
+            trail.end(|| format!("stopped: {}: {}", error.code, error.message));
+        }
         let duration_us = started.elapsed().as_micros() as u64;
         let (status, value, content, error) = match outcome {
             Ok(checked) => {
@@ -247,6 +288,7 @@ impl Controller {
             error,
             duration_us,
             fuel_used: trail.fuel_used,
+            trace: trail.trace.unwrap_or_default(),
         }
     }
 
@@ -261,25 +303,49 @@ impl Controller {
                 "the call was cancelled before it started; it did not run",
             ));
         }
+        trail.begin("materialize");
         let args = Arguments::materialize(&request.args)?;
+        trail.end(|| format!("canonical arguments, SHA-256 {}", &args.digest()[..16]));
         let audit = self.records.audit_log();
         trail.events.push(Event::Call {
             args: audit.redact(args.value()),
             args_digest: args.digest().to_owned(),
         });
+        trail.begin("resolve");
         let resolved = self.registry().resolve(&request.tool, args)?;
+        trail.end(|| format!("plugin `{}`", resolved.tool().plugin.file_name()));
+        trail.begin("validate");
         let validated = schema::validate(resolved)?;
+        trail.end(|| "the arguments match the input schema".into());
+        trail.begin("policy");
         let authorized = self
             .config
             .policy
             .authorize(validated, self.config.sandbox)
             .map_err(|refusal| approval::policy_refused(refusal, request))?;
         trail.events.push(Event::policy(authorized.decision()));
+        trail.end(|| {
+            format!(
+                "{}: {}",
+                authorized.decision().verdict.as_str(),
+                authorized.decision().reason
+            )
+        });
+        trail.begin("guards");
         let admitted = self.guards.check(authorized, &request.session)?;
+        trail.end(|| "sandbox mode, paths, budgets and duplicates: passed".into());
+        trail.begin("approval");
         let prepared = self
             .records
             .approval_book()
             .admit(admitted, request, &mut trail.events)?;
+        trail.end(|| {
+            format!(
+                "cleared to run with filesystem {}",
+                prepared.grant().fs.as_str()
+            )
+        });
+        trail.begin("audit");
         // Nothing runs unless the trail so far is on disk.
         audit
             .record(&Subject::of(request), &std::mem::take(&mut trail.events))
@@ -289,6 +355,7 @@ impl Controller {
                     format!("the audit log could not be written, so the call did not run: {e}"),
                 )
             })?;
+        trail.end(|| "the call and its decisions are committed".into());
         trail.ran = true;
         let tool = Arc::clone(prepared.tool());
         let digest = prepared.args().digest().to_owned();
@@ -299,6 +366,7 @@ impl Controller {
             progress: request.progress.clone(),
         };
         let started = Instant::now();
+        trail.begin("sandbox");
         let execution = self.sandbox.run(prepared, cx).await;
         self.guards.record_execution(
             &request.session,
@@ -307,10 +375,16 @@ impl Controller {
             started.elapsed(),
         );
         trail.fuel_used = execution.fuel_used;
-        output::check(
-            &tool,
-            execution.result?,
-            self.config.limits.max_output_bytes,
-        )
+        let returned = execution.result?;
+        trail.end(|| {
+            format!(
+                "instantiated and ran, fuel used {}",
+                execution.fuel_used.unwrap_or(0)
+            )
+        });
+        trail.begin("output");
+        let checked = output::check(&tool, returned, self.config.limits.max_output_bytes)?;
+        trail.end(|| "size and output schema: ok".into());
+        Ok(checked)
     }
 }

@@ -51,7 +51,7 @@ mod turn;
 pub use approval::{Approval, DEFAULT_APPROVAL_TTL};
 pub use audit::{DEFAULT_REDACT_KEYS, Record, Verification};
 pub use call::{
-    CallId, CallRequest, CancelToken, MAX_ARGS_BYTES, Progress, ProgressSink, SessionId,
+    CallId, CallRequest, CancelToken, MAX_ARGS_BYTES, Progress, ProgressSink, SessionId, Tracing,
 };
 pub use capability::{FsAccess, Grant};
 pub use check::{Problem, Report};
@@ -60,7 +60,7 @@ pub use controller::{Controller, Inspection};
 pub use error::{Error, PluginError};
 pub use export::{Format, Unexportable};
 pub use mcp::PLUGIN_POLL;
-pub use outcome::{CallError, CallResult, ErrorCode, Status};
+pub use outcome::{CallError, CallResult, ErrorCode, Status, TraceStep};
 pub use policy::{Decision, Verdict};
 pub use records::Records;
 pub use registry::{LoadFailure, Plugin, Registry, Tool};

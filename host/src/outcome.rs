@@ -167,6 +167,15 @@ impl Status {
     }
 }
 
+/// One pipeline step of a traced call.
+#[derive(Clone, Debug, Serialize)]
+pub struct TraceStep {
+    pub step: &'static str,
+    /// Microseconds the step took.
+    pub us: u64,
+    pub outcome: String,
+}
+
 /// The final, frozen result of one call.
 #[derive(Clone, Debug, Serialize)]
 pub struct CallResult {
@@ -180,6 +189,10 @@ pub struct CallResult {
     pub error: Option<CallError>,
     pub approval_id: Option<String>,
     pub duration_us: u64,
+    /// Each pipeline step with what it found and how long it took, when the
+    /// request asked for a trace.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub trace: Vec<TraceStep>,
     /// Fuel the guest consumed; `None` if nothing ran, or the call was
     /// stopped (timeout, cancellation) and the count is not reliable.
     pub fuel_used: Option<u64>,

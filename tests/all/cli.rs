@@ -226,3 +226,70 @@ fn check_lists_every_problem_with_a_fix_and_runs_nothing() {
         (Some(1), Some(0))
     );
 }
+
+#[test]
+fn call_trace_shows_each_step_and_where_a_call_stopped() {
+    let t = TestHost::new(&[FS]);
+    t.file("hello.txt", "hi");
+    let steps = |args: &str| -> Vec<(String, String)> {
+        let (_, stdout, _) =
+            run_cli(
+                t.cli()
+                    .args(["call", "read_file", args, "--trace", "--json"]),
+            );
+        json(&stdout)["trace"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["step"].as_str().unwrap().to_owned(),
+                    s["outcome"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let ok = steps(r#"{"path":"hello.txt"}"#);
+    let names: Vec<&str> = ok.iter().map(|(s, _)| s.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "materialize",
+            "resolve",
+            "validate",
+            "policy",
+            "guards",
+            "approval",
+            "audit",
+            "sandbox",
+            "output"
+        ]
+    );
+    assert!(ok[5].1.contains("filesystem read-only"), "{ok:?}");
+    let stopped = steps(r#"{"path":"../x"}"#);
+    let last = stopped.last().unwrap();
+    assert_eq!(last.0, "guards");
+    assert!(last.1.starts_with("stopped: GUARD_DENIED"), "{stopped:?}");
+    let (_, stdout, stderr) =
+        run_cli(
+            t.cli()
+                .args(["call", "read_file", r#"{"path":"hello.txt"}"#, "--trace"]),
+        );
+    assert_eq!(
+        stdout.trim(),
+        r#"{"bytes":2,"content":"hi","path":"hello.txt","truncated":false}"#
+    );
+    assert!(
+        stderr.contains("sandbox") && stderr.contains(" ms "),
+        "the trace goes to stderr: {stderr}"
+    );
+    let (_, stdout, _) =
+        run_cli(
+            t.cli()
+                .args(["call", "read_file", r#"{"path":"hello.txt"}"#, "--json"]),
+        );
+    assert!(
+        json(&stdout).get("trace").is_none(),
+        "no trace unless asked"
+    );
+}

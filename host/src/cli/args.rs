@@ -117,6 +117,9 @@ pub enum Command {
         /// Consume this approved approval (see `toolwarden approvals`)
         #[arg(long, value_name = "ID")]
         approval: Option<String>,
+        /// Show every pipeline step with what it found and how long it took
+        #[arg(long)]
+        trace: bool,
     },
     /// Serve every tool over MCP: on stdin/stdout (logs go to stderr), or over HTTP
     Serve(ServeArgs),

@@ -12,6 +12,7 @@ mod printer;
 
 pub use args::Cli;
 
+use crate::call::Tracing;
 use crate::config::{Config, ConfigBuilder};
 use crate::error::Error;
 use crate::outcome::Status;
@@ -116,17 +117,22 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
             json,
             session,
             approval,
-        } => commands::call::run(
-            config,
-            commands::call::Options {
-                tool,
-                args,
-                session,
-                approval,
-                json,
-            },
-            printer,
-        ),
+            trace,
+        } => {
+            let tracing = if trace { Tracing::Steps } else { Tracing::Off };
+            commands::call::run(
+                config,
+                commands::call::Options {
+                    tool,
+                    args,
+                    session,
+                    approval,
+                    json,
+                    tracing,
+                },
+                printer,
+            )
+        }
         Command::Serve(args) => commands::serve::run(config, args, printer),
         Command::Check { target, json } => {
             commands::check::run(&config, target.as_deref(), json, printer)

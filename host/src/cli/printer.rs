@@ -21,6 +21,11 @@ impl Printer {
         }
     }
 
+    /// A side note for the person at the terminal (stderr, not the output).
+    pub fn note(&self, line: impl Display) {
+        let _ = writeln!(std::io::stderr().lock(), "{line}");
+    }
+
     /// An error for the person at the terminal, with what to do about it.
     pub fn error(&self, message: impl Display, hint: Option<&str>) {
         let mut err = std::io::stderr().lock();

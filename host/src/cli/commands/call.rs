@@ -1,6 +1,6 @@
 //! `toolwarden call TOOL [ARGS|-]`: one call through the full pipeline.
 
-use crate::call::{CallId, CallRequest, SessionId};
+use crate::call::{CallId, CallRequest, SessionId, Tracing};
 use crate::cli::ExitStatus;
 use crate::cli::printer::{Printer, timestamp};
 use crate::config::Config;
@@ -15,6 +15,7 @@ pub struct Options {
     pub session: Option<String>,
     pub approval: Option<String>,
     pub json: bool,
+    pub tracing: Tracing,
 }
 
 pub fn run(config: Config, opts: Options, printer: Printer) -> Result<ExitStatus, Error> {
@@ -54,6 +55,7 @@ pub fn run(config: Config, opts: Options, printer: Printer) -> Result<ExitStatus
     };
     let mut request = CallRequest::new(opts.tool, args).in_session(session);
     request.approval = opts.approval;
+    request.tracing = opts.tracing;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -111,6 +113,14 @@ fn print(result: &CallResult, json: bool, printer: Printer) {
     if json {
         printer.json(result);
         return;
+    }
+    for step in &result.trace {
+        printer.note(format!(
+            "{:>12}  {:>9.3} ms  {}",
+            step.step,
+            step.us as f64 / 1000.0,
+            step.outcome
+        ));
     }
     match (&result.content, &result.error) {
         (Some(content), _) => printer.out(content),
