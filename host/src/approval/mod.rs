@@ -2,13 +2,15 @@
 //! [`PreparedCall`], the only thing the sandbox will run.
 //!
 //! An `allow` decision passes straight through. An `ask` decision needs a
-//! person: without an approval id a pending approval is persisted, bound to
-//! the tool, the canonical argument digest, the session, the plugin's
-//! SHA-256, the capability grant and the policy's hash, and the call ends as
-//! `pending_approval`. With an approval id, the approval is consumed (once,
-//! atomically, across processes) only if it was approved, has not expired,
-//! and every binding matches this call as prepared and decided again now.
-//! Nothing is ever cached as a permanent allow.
+//! person. An approval is bound to the tool, the canonical argument digest,
+//! the session, the plugin's SHA-256, the capability grant and the config's
+//! hash, and expires. A call that brings an approval id consumes that one; a
+//! call without one uses an approved approval with exactly its bindings if
+//! there is one, reuses a pending one if the same call is already waiting,
+//! and otherwise records a new pending approval and ends as
+//! `pending_approval`. Consuming happens once, atomically, across processes,
+//! and only when every binding matches this call as prepared and decided
+//! again now. Nothing is ever cached as a permanent allow.
 
 use crate::audit::Event;
 use crate::call::{Arguments, CallRequest};
