@@ -20,7 +20,7 @@ use crate::guards::AdmittedCall;
 use crate::outcome::{CallError, ErrorCode};
 use crate::policy::Verdict;
 use crate::registry::Tool;
-use crate::store::{ApprovalRow, ApprovalState, Consumed, Store, now_ms};
+use crate::store::{ApprovalRow, ApprovalState, Binding, Consumed, Store, now_ms};
 use serde::Serialize;
 use std::sync::Arc;
 use std::time::Duration;
@@ -150,19 +150,14 @@ fn host_error(e: crate::store::StoreError) -> CallError {
 }
 
 /// Which binding of an approved approval does not fit this call.
-fn mismatch(approved: &ApprovalRow, now: &ApprovalRow) -> &'static str {
-    if approved.tool != now.tool {
-        "it was approved for another tool"
-    } else if approved.args_digest != now.args_digest {
-        "the arguments differ from the approved ones"
-    } else if approved.session != now.session {
-        "it was approved for another session"
-    } else if approved.plugin_sha256 != now.plugin_sha256 {
-        "the plugin changed since it was approved"
-    } else if approved.grant_fs != now.grant_fs {
-        "the capability the call would get changed since it was approved"
-    } else {
-        "the policy changed since it was approved"
+fn mismatch(binding: Binding) -> &'static str {
+    match binding {
+        Binding::Tool => "it was approved for another tool",
+        Binding::Arguments => "the arguments differ from the approved ones",
+        Binding::Session => "it was approved for another session",
+        Binding::Plugin => "the plugin changed since it was approved",
+        Binding::Capability => "the capability the call would get changed since it was approved",
+        Binding::Policy => "the policy changed since it was approved",
     }
 }
 
@@ -252,11 +247,11 @@ impl Approvals {
                     "approval `{id}` expired before it was used; repeat the call without `--approval` to ask again"
                 ),
             ),
-            Consumed::Mismatch(approved) => refused(
+            Consumed::Mismatch(binding) => refused(
                 ErrorCode::ApprovalInvalid,
                 format!(
                     "approval `{id}` does not fit this call: {}; nothing ran",
-                    mismatch(&approved, &this_call)
+                    mismatch(binding)
                 ),
             ),
             Consumed::NotApproved(row) => match row.state {

@@ -62,8 +62,36 @@ pub enum Consumed {
     /// Not in the approved state (pending, denied or already consumed).
     NotApproved(ApprovalRow),
     Expired(ApprovalRow),
-    /// Approved, but for a different call; left as it is.
-    Mismatch(ApprovalRow),
+    /// Approved, but for a different call (this binding differs first);
+    /// left as it is.
+    Mismatch(Binding),
+}
+
+/// What an approval is bound to, in the order differences are reported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Binding {
+    Tool,
+    Arguments,
+    Session,
+    Plugin,
+    Capability,
+    Policy,
+}
+
+impl ApprovalRow {
+    /// The first binding on which two approvals of calls differ, if any.
+    pub fn first_difference(&self, other: &ApprovalRow) -> Option<Binding> {
+        [
+            (Binding::Tool, self.tool == other.tool),
+            (Binding::Arguments, self.args_digest == other.args_digest),
+            (Binding::Session, self.session == other.session),
+            (Binding::Plugin, self.plugin_sha256 == other.plugin_sha256),
+            (Binding::Capability, self.grant_fs == other.grant_fs),
+            (Binding::Policy, self.policy_hash == other.policy_hash),
+        ]
+        .into_iter()
+        .find_map(|(binding, same)| (!same).then_some(binding))
+    }
 }
 
 const COLUMNS: &str = "id, tool, args, args_digest, session, plugin_sha256, grant_fs, policy_hash, reason, \
@@ -87,15 +115,6 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<ApprovalRow> {
         decided_ms: r.get(13)?,
         consumed_ms: r.get(14)?,
     })
-}
-
-fn same_call(a: &ApprovalRow, b: &ApprovalRow) -> bool {
-    a.tool == b.tool
-        && a.args_digest == b.args_digest
-        && a.session == b.session
-        && a.plugin_sha256 == b.plugin_sha256
-        && a.grant_fs == b.grant_fs
-        && a.policy_hash == b.policy_hash
 }
 
 impl Store {
@@ -238,8 +257,8 @@ impl Store {
             Consumed::NotApproved(row)
         } else if row.expires_ms <= now_ms {
             Consumed::Expired(row)
-        } else if !same_call(&row, expected) {
-            Consumed::Mismatch(row)
+        } else if let Some(binding) = row.first_difference(expected) {
+            Consumed::Mismatch(binding)
         } else {
             tx.execute(
                 "UPDATE approvals SET state = 'consumed', consumed_ms = ?2 WHERE id = ?1 AND state = 'approved'",
@@ -254,5 +273,66 @@ impl Store {
         };
         tx.commit().map_err(|e| self.error(e))?;
         Ok(outcome)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row() -> ApprovalRow {
+        ApprovalRow {
+            id: "a".into(),
+            tool: "t".into(),
+            args: "{}".into(),
+            args_digest: "d".into(),
+            session: "s".into(),
+            plugin_sha256: "p".into(),
+            grant_fs: "none".into(),
+            policy_hash: "h".into(),
+            reason: "r".into(),
+            state: ApprovalState::Pending,
+            decided_reason: None,
+            created_ms: 0,
+            expires_ms: 1,
+            decided_ms: None,
+            consumed_ms: None,
+        }
+    }
+
+    #[test]
+    fn every_binding_is_compared_and_the_first_difference_is_named() {
+        let base = row();
+        let other_state = ApprovalRow {
+            id: "b".into(),
+            state: ApprovalState::Approved,
+            reason: "x".into(),
+            ..row()
+        };
+        assert_eq!(
+            base.first_difference(&other_state),
+            None,
+            "id, state and reason are not bindings"
+        );
+        type Change = fn(&mut ApprovalRow);
+        let cases: [(Change, Binding); 6] = [
+            (|r| r.tool = "x".into(), Binding::Tool),
+            (|r| r.args_digest = "x".into(), Binding::Arguments),
+            (|r| r.session = "x".into(), Binding::Session),
+            (|r| r.plugin_sha256 = "x".into(), Binding::Plugin),
+            (|r| r.grant_fs = "x".into(), Binding::Capability),
+            (|r| r.policy_hash = "x".into(), Binding::Policy),
+        ];
+        for (change, binding) in cases {
+            let mut changed = row();
+            change(&mut changed);
+            assert_eq!(base.first_difference(&changed), Some(binding));
+        }
+        let both = ApprovalRow {
+            session: "x".into(),
+            policy_hash: "x".into(),
+            ..row()
+        };
+        assert_eq!(base.first_difference(&both), Some(Binding::Session));
     }
 }

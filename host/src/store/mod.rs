@@ -10,7 +10,7 @@ mod approvals;
 mod audit;
 mod executions;
 
-pub use approvals::{ApprovalRow, ApprovalState, Consumed};
+pub use approvals::{ApprovalRow, ApprovalState, Binding, Consumed};
 pub use audit::{AuditFilter, AuditRow, GENESIS, NewAuditRow};
 pub use executions::ExecutionTotals;
 
