@@ -9,7 +9,6 @@
 
 use crate::config::Config;
 use crate::error::Error;
-use crate::policy::RuleMatch;
 use crate::registry::{Registry, Tool};
 use crate::sandbox::Sandbox;
 use serde::Serialize;
@@ -76,7 +75,7 @@ pub fn check(config: &Config, target: Option<&Path>) -> Result<Report, Error> {
             .policy
             .explain(&tool.spec, &tool.plugin.file_name(), None);
         for (used, report) in rule_used.iter_mut().zip(&explanation.rules) {
-            *used |= report.matched || report.note.as_deref() == Some(RuleMatch::NEEDS_ARGS_NOTE);
+            *used |= report.matched || report.needs_args;
         }
         if explanation.decision.matched.is_empty() && !explanation.decision.depends_on_args {
             problems.push(Problem {

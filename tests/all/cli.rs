@@ -293,3 +293,16 @@ fn call_trace_shows_each_step_and_where_a_call_stopped() {
         "no trace unless asked"
     );
 }
+
+#[test]
+fn check_counts_a_rule_that_depends_on_arguments_as_used() {
+    let policy = "[[rule]]\ntools = [\"read_file\", \"list_dir\", \"search_text\", \"write_file\"]\ndecision = \"allow\"\nreason = \"ok\"\n\n\
+                  [[rule]]\ntools = [\"write_file\"]\nwhen = { \"/path\" = \".git/**\" }\ndecision = \"deny\"\nreason = \"not git\"\n";
+    let t = TestHost::new(&[FS]).config(policy);
+    let (code, stdout, _) = run_cli(t.cli().arg("check"));
+    assert_eq!(code, 0, "{stdout}");
+    assert!(
+        stdout.contains("ok: 1 plugins, 4 tools, 2 rules, no problems"),
+        "{stdout}"
+    );
+}

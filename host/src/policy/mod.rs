@@ -55,6 +55,10 @@ pub struct RuleReport {
     pub line: Option<usize>,
     pub verdict: Verdict,
     pub matched: bool,
+    /// Everything but `when` matched, and there were no arguments to check
+    /// it against (listing or checking tools, never a call).
+    #[serde(skip)]
+    pub needs_args: bool,
     /// Why it did not match, or why a match was set aside.
     pub note: Option<String>,
 }
@@ -114,6 +118,7 @@ impl Policy {
         let mut depends_on_args = false;
         for rule in &self.rules {
             let check = rule.check(spec, plugin, args);
+            let needs_args = check == RuleMatch::NeedsArgs;
             let (matched, note) = match check {
                 RuleMatch::Matched
                     if dangerous && rule.verdict() != Verdict::Deny && !rule.names(&spec.name) =>
@@ -130,7 +135,10 @@ impl Policy {
                 RuleMatch::Missed(why) => (false, Some(why)),
                 RuleMatch::NeedsArgs => {
                     depends_on_args = true;
-                    (false, Some(RuleMatch::NEEDS_ARGS_NOTE.to_owned()))
+                    (
+                        false,
+                        Some("depends on argument values (`when`)".to_owned()),
+                    )
                 }
             };
             if matched && deciding.is_none_or(|d| rule.verdict() > d.verdict()) {
@@ -141,6 +149,7 @@ impl Policy {
                 line: rule.line(),
                 verdict: rule.verdict(),
                 matched,
+                needs_args,
                 note,
             });
         }

@@ -80,12 +80,6 @@ pub struct Rule {
     when: Vec<(String, Compiled)>,
 }
 
-impl RuleMatch {
-    /// How `policy explain` marks a rule that depends on argument values
-    /// when none were given.
-    pub const NEEDS_ARGS_NOTE: &str = "depends on argument values (`when`)";
-}
-
 /// Whether a rule matched one call, and if not, the first matcher that failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RuleMatch {
