@@ -6,7 +6,7 @@ WASM_DIR := target/wasm/wasm32-wasip2/guest
 
 VENV := .venv
 
-.PHONY: demo test plugins build setup lint mcp-test
+.PHONY: demo test plugins build setup lint py-test python-plugin
 
 # Installs what a fresh machine lacks: the wasm32-wasip2 target.
 setup:
@@ -28,17 +28,23 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 
-# The MCP tests drive `toolwarden serve` with the official Python SDK.
-$(VENV)/.installed: tests/mcp/requirements.txt
+# The Python tests: the MCP tests drive `toolwarden serve` with the official
+# Python SDK; the plugin test builds the Python example with componentize-py.
+$(VENV)/.installed: tests/requirements.txt
 	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install -q -r tests/mcp/requirements.txt
+	$(VENV)/bin/pip install -q -r tests/requirements.txt
 	touch $@
 
-mcp-test: $(VENV)/.installed build
-	$(VENV)/bin/pytest -q tests/mcp
+py-test: $(VENV)/.installed build
+	$(VENV)/bin/pytest -q tests/mcp tests/python_plugin
+
+# The Python example plugin, built into target/plugins/text_stats.wasm.
+python-plugin: $(VENV)/.installed
+	mkdir -p target/plugins
+	cd plugins/python-text-stats && ../../$(VENV)/bin/componentize-py -d ../../wit -w plugin componentize app -o ../../target/plugins/text_stats.wasm
 
 # Tests run in release: wasmtime's compiler is too slow unoptimized. The MCP
 # tests use the plugins the Rust tests' build script compiled.
 test: setup build lint
 	$(CARGO) test --release --workspace
-	$(MAKE) mcp-test
+	$(MAKE) py-test

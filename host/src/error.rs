@@ -66,6 +66,9 @@ pub enum Error {
         path: PathBuf,
         source: crate::store::StoreError,
     },
+
+    #[error("cannot create the plugin: {message}")]
+    Scaffold { message: String, hint: String },
 }
 
 impl Error {
@@ -81,6 +84,7 @@ impl Error {
             Error::PluginsInWorkspace { .. } => "PLUGINS_IN_WORKSPACE",
             Error::Engine(_) => "ENGINE",
             Error::State { .. } => "STATE",
+            Error::Scaffold { .. } => "SCAFFOLD",
         }
     }
 
@@ -122,6 +126,7 @@ impl Error {
                  if it is damaged, move it aside to start a new one (it holds the approvals and the audit log)",
                 path.display()
             ),
+            Error::Scaffold { hint, .. } => hint.clone(),
         }
     }
 }

@@ -136,6 +136,15 @@ pub struct ToolSpec {
     pub timeout_ms: Option<u32>,
 }
 
+/// Whether `name` is a tool name every model API accepts.
+pub fn is_valid_name(name: &str) -> bool {
+    name.len() <= MAX_TOOL_NAME
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
 /// Why a declaration is refused. Checked when the plugin loads, so that a
 /// loaded tool is always usable by every model API and honest about itself.
 pub fn check_declaration(
@@ -144,12 +153,7 @@ pub fn check_declaration(
     effects: Effects,
     fs: FsNeed,
 ) -> Result<(), String> {
-    let valid_name = name.len() <= MAX_TOOL_NAME
-        && name.starts_with(|c: char| c.is_ascii_lowercase())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if !valid_name {
+    if !is_valid_name(name) {
         return Err(format!(
             "the name must match `[a-z][a-z0-9_]*` and be at most {MAX_TOOL_NAME} characters, \
              so that every model API accepts it"

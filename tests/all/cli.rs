@@ -275,9 +275,10 @@ fn call_trace_shows_each_step_and_where_a_call_stopped() {
             t.cli()
                 .args(["call", "read_file", r#"{"path":"hello.txt"}"#, "--trace"]),
         );
+    let printed: Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(
-        stdout.trim(),
-        r#"{"bytes":2,"content":"hi","path":"hello.txt","truncated":false}"#
+        printed,
+        serde_json::json!({"bytes": 2, "content": "hi", "path": "hello.txt", "truncated": false})
     );
     assert!(
         stderr.contains("sandbox") && stderr.contains(" ms "),

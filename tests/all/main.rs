@@ -6,6 +6,7 @@ mod harness;
 
 mod approvals;
 mod audit;
+mod authoring;
 mod cli;
 mod export;
 mod guards;
@@ -16,6 +17,7 @@ mod policy;
 mod registry;
 mod sandbox;
 mod scheduler;
+mod sdk;
 
 /// Every example plugin must be exercised by a test named after it in
 /// [`plugins`]: adding a plugin without one fails to compile.

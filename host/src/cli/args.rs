@@ -80,6 +80,17 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Create a plugin crate with one example tool and a test, ready to build
+    New {
+        /// The plugin's name, also its first tool's: `[a-z][a-z0-9_]*`
+        name: String,
+        /// Where to create it [default: ./NAME]; must not exist or be empty
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// The `toolwarden-plugin` SDK crate to depend on [default: the one in the source tree this binary was built from]
+        #[arg(long, value_name = "DIR", env = "TOOLWARDEN_SDK")]
+        sdk: Option<PathBuf>,
+    },
     /// Run the tool calls of one model turn (OpenAI or Anthropic shape) as a batch
     Turn {
         /// A JSON list of tool calls, or `-` for stdin

@@ -13,7 +13,7 @@ mod printer;
 pub use args::Cli;
 
 use crate::call::Tracing;
-use crate::config::{Config, ConfigBuilder};
+use crate::config::{Config, ConfigBuilder, default_plugins_dir};
 use crate::error::Error;
 use crate::outcome::Status;
 use args::{ApprovalsCommand, AuditCommand, Command, GlobalArgs, PolicyCommand};
@@ -83,7 +83,7 @@ fn init_logging(verbose: u8) {
         .try_init();
 }
 
-fn config(global: &GlobalArgs) -> Result<Config, Error> {
+fn load_config(global: &GlobalArgs) -> Result<Config, Error> {
     let mut builder = ConfigBuilder::new(&global.workspace).sandbox(global.sandbox);
     if let Some(dir) = &global.plugins {
         builder = builder.plugins_dir(dir);
@@ -98,14 +98,20 @@ fn config(global: &GlobalArgs) -> Result<Config, Error> {
 }
 
 fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
-    let config = config(&cli.global)?;
+    // Loaded only by the commands that use it: scaffolding a plugin must
+    // work before any plugins directory or policy exists.
+    let config = || load_config(&cli.global);
     match cli.command {
-        Command::List { json } => commands::list::run(config, json, printer),
-        Command::Inspect { file, json } => commands::inspect::run(&config, &file, json, printer),
+        Command::New { name, dir, sdk } => {
+            let plugins = cli.global.plugins.unwrap_or_else(default_plugins_dir);
+            commands::new::run(&name, dir.as_deref(), sdk.as_deref(), &plugins, printer)
+        }
+        Command::List { json } => commands::list::run(config()?, json, printer),
+        Command::Inspect { file, json } => commands::inspect::run(&config()?, &file, json, printer),
         Command::Policy {
             command: PolicyCommand::Explain { tool, args, json },
         } => commands::policy::explain(
-            config,
+            config()?,
             &tool,
             args.as_deref().unwrap_or("{}"),
             json,
@@ -121,7 +127,7 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
         } => {
             let tracing = if trace { Tracing::Steps } else { Tracing::Off };
             commands::call::run(
-                config,
+                config()?,
                 commands::call::Options {
                     tool,
                     args,
@@ -133,35 +139,35 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
                 printer,
             )
         }
-        Command::Serve(args) => commands::serve::run(config, args, printer),
+        Command::Serve(args) => commands::serve::run(config()?, args, printer),
         Command::Check { target, json } => {
-            commands::check::run(&config, target.as_deref(), json, printer)
+            commands::check::run(&config()?, target.as_deref(), json, printer)
         }
         Command::Turn {
             input,
             json,
             session,
-        } => commands::turn::run(config, &input, session, json, printer),
-        Command::Schemas { format } => commands::schemas::run(config, format, printer),
+        } => commands::turn::run(config()?, &input, session, json, printer),
+        Command::Schemas { format } => commands::schemas::run(config()?, format, printer),
         Command::Approvals { command } => match command {
-            ApprovalsCommand::List { json } => commands::approvals::list(&config, json, printer),
+            ApprovalsCommand::List { json } => commands::approvals::list(&config()?, json, printer),
             ApprovalsCommand::Show { id, json } => {
-                commands::approvals::show(&config, &id, json, printer)
+                commands::approvals::show(&config()?, &id, json, printer)
             }
             ApprovalsCommand::Approve { id, reason } => {
-                commands::approvals::decide(&config, &id, true, reason, printer)
+                commands::approvals::decide(&config()?, &id, true, reason, printer)
             }
             ApprovalsCommand::Deny { id, reason } => {
-                commands::approvals::decide(&config, &id, false, reason, printer)
+                commands::approvals::decide(&config()?, &id, false, reason, printer)
             }
         },
         Command::Audit {
             command: Some(AuditCommand::Verify { json }),
             ..
-        } => commands::audit::verify(&config, json, printer),
+        } => commands::audit::verify(&config()?, json, printer),
         Command::Audit {
             command: None,
             filter,
-        } => commands::audit::list(&config, &filter, printer),
+        } => commands::audit::list(&config()?, &filter, printer),
     }
 }

@@ -203,9 +203,7 @@ impl ConfigBuilder {
             hint: e.hint,
         })?;
 
-        let plugins_dir = self
-            .plugins_dir
-            .unwrap_or_else(|| data_home().join("plugins"));
+        let plugins_dir = self.plugins_dir.unwrap_or_else(default_plugins_dir);
         let state_dir = self.state_dir.unwrap_or_else(state_home);
         std::fs::create_dir_all(&state_dir).map_err(|source| Error::Directory {
             what: "state directory",
@@ -265,6 +263,11 @@ fn home() -> PathBuf {
     std::env::var_os("HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/tmp"))
+}
+
+/// Where plugins are loaded from when no directory is given.
+pub fn default_plugins_dir() -> PathBuf {
+    data_home().join("plugins")
 }
 
 fn data_home() -> PathBuf {

@@ -6,6 +6,7 @@ pub mod call;
 pub mod check;
 pub mod inspect;
 pub mod list;
+pub mod new;
 pub mod policy;
 pub mod schemas;
 pub mod serve;

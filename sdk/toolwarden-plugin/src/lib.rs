@@ -1,0 +1,418 @@
+//! Write a toolwarden tool as a plain Rust function.
+//!
+//! A tool is a function from an argument type to a result type. This crate
+//! derives everything else the host needs from those two types: the input and
+//! output JSON Schemas (inside the subset the host enforces, objects closed
+//! with `additionalProperties: false`), the `tool-spec`, argument parsing with
+//! readable `invalid-args` messages, and the component export glue.
+//!
+//! ```ignore
+//! use schemars::JsonSchema;
+//! use serde::{Deserialize, Serialize};
+//! use toolwarden_plugin::{Context, Effects, Risk, Tool, ToolError};
+//!
+//! /// Arguments of `greet`; doc comments become the schema's descriptions.
+//! #[derive(Deserialize, JsonSchema)]
+//! struct Args {
+//!     /// Who to greet.
+//!     name: String,
+//! }
+//!
+//! #[derive(Serialize, JsonSchema)]
+//! struct Greeting {
+//!     text: String,
+//! }
+//!
+//! fn greet(args: Args, _ctx: &Context) -> Result<Greeting, ToolError> {
+//!     Ok(Greeting { text: format!("Hello, {}!", args.name) })
+//! }
+//!
+//! fn tools() -> Vec<Tool> {
+//!     vec![Tool::new("greet", "Greets someone by name.", greet)
+//!         .effects(Effects::READ_ONLY | Effects::IDEMPOTENT)
+//!         .risk(Risk::Safe)]
+//! }
+//!
+//! toolwarden_plugin::export!(tools);
+//! ```
+//!
+//! The crate never decides policy: what a tool declares here (effects, risk,
+//! filesystem) is a claim the host checks and governs, not a permission.
+
+mod schema;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+#[doc(hidden)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "plugin",
+        pub_export_macro: true,
+        export_macro_name: "export_component",
+        default_bindings_module: "toolwarden_plugin::bindings",
+    });
+}
+
+use bindings::exports::toolwarden::tool::tool as wit;
+pub use bindings::toolwarden::tool::host::Level;
+pub use wit::{Effects, Filesystem, Risk, ToolError};
+
+pub use schema::{input_schema, output_schema};
+
+/// Facts about the current call, and the host's services (log, progress,
+/// cancellation).
+#[derive(Debug, Clone)]
+pub struct Context {
+    call_id: String,
+    session_id: String,
+    workspace: Option<PathBuf>,
+    /// False for a context made by [`Context::for_test`]: there is no host
+    /// to log to outside a component.
+    attached: bool,
+}
+
+impl Context {
+    /// A context for unit tests run outside the host: logging and progress
+    /// go nowhere, nothing is ever cancelled, and `workspace` stands in for
+    /// the granted workspace.
+    pub fn for_test(workspace: Option<PathBuf>) -> Context {
+        Context {
+            call_id: "test-call".into(),
+            session_id: "test-session".into(),
+            workspace,
+            attached: false,
+        }
+    }
+
+    /// Unique id of this call; quote it in logs.
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// The agent session the call belongs to.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// The workspace directory, as this tool sees it. An error (for the
+    /// model to read) when the host granted no filesystem to this call.
+    pub fn workspace(&self) -> Result<&Path, ToolError> {
+        self.workspace.as_deref().ok_or_else(|| {
+            ToolError::Failed(
+                "no workspace was granted to this call; the tool must declare a filesystem need"
+                    .into(),
+            )
+        })
+    }
+
+    /// Writes a line to the host's log, tagged with the plugin and call.
+    pub fn log(&self, level: Level, message: &str) {
+        if self.attached {
+            bindings::toolwarden::tool::host::log(level, message);
+        }
+    }
+
+    /// Reports progress: `done` out of `total` (if known).
+    pub fn progress(&self, done: u64, total: Option<u64>, message: Option<&str>) {
+        if self.attached {
+            bindings::toolwarden::tool::host::progress(done, total, message);
+        }
+    }
+
+    /// True once the caller cancelled this call. Long loops should check it
+    /// and return early; the host stops the call shortly after anyway.
+    pub fn cancelled(&self) -> bool {
+        self.attached && bindings::toolwarden::tool::host::cancelled()
+    }
+}
+
+/// A path argument relative to the workspace root. Its schema carries
+/// `format: path`, so the host's path guard checks it before the call runs;
+/// the sandbox's preopen keeps the access inside the workspace regardless.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, Serialize)]
+#[serde(transparent)]
+pub struct WorkspacePath(String);
+
+impl WorkspacePath {
+    /// The path as the model wrote it.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The path joined onto the workspace this call was granted.
+    pub fn resolve(&self, ctx: &Context) -> Result<PathBuf, ToolError> {
+        Ok(ctx.workspace()?.join(&self.0))
+    }
+}
+
+impl std::fmt::Display for WorkspacePath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl schemars::JsonSchema for WorkspacePath {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "WorkspacePath".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "format": "path",
+            "minLength": 1,
+            "maxLength": 4096,
+        })
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+}
+
+/// A result with text for the model beside the JSON value. Return a plain
+/// value when the JSON says it all; the host then shows the JSON.
+pub struct Reply<V> {
+    value: V,
+    text: Option<String>,
+}
+
+impl<V> Reply<V> {
+    pub fn new(value: V) -> Reply<V> {
+        Reply { value, text: None }
+    }
+
+    /// What the model reads instead of the JSON (the value still goes to
+    /// clients that take structured output, checked against the schema).
+    pub fn with_text(mut self, text: impl Into<String>) -> Reply<V> {
+        self.text = Some(text.into());
+        self
+    }
+}
+
+/// What a handler may return: a serializable value, or a [`Reply`].
+pub trait IntoReply {
+    /// The type whose schema is the tool's output schema.
+    type Value: Serialize + schemars::JsonSchema;
+    fn into_reply(self) -> Reply<Self::Value>;
+}
+
+impl<V: Serialize + schemars::JsonSchema> IntoReply for V {
+    type Value = V;
+    fn into_reply(self) -> Reply<V> {
+        Reply::new(self)
+    }
+}
+
+impl<V: Serialize + schemars::JsonSchema> IntoReply for Reply<V> {
+    type Value = V;
+    fn into_reply(self) -> Reply<V> {
+        self
+    }
+}
+
+/// The output a handler produced, as the host receives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Output {
+    /// The result as JSON text.
+    pub value: String,
+    /// Text for the model, if the handler gave one.
+    pub text: Option<String>,
+}
+
+type Handler = Box<dyn Fn(&str, &Context) -> Result<Output, ToolError>>;
+
+/// One tool: its declaration and its handler.
+pub struct Tool {
+    name: String,
+    title: String,
+    description: String,
+    input: Value,
+    output: Value,
+    effects: Effects,
+    risk: Risk,
+    filesystem: Filesystem,
+    timeout_ms: Option<u32>,
+    handler: Handler,
+}
+
+impl Tool {
+    /// A tool named `name` (`[a-z][a-z0-9_]*`, at most 64 characters) that
+    /// runs `handler`. `description` is what the model reads to choose the
+    /// tool: say what it does, when to use it and when not to.
+    ///
+    /// Until told otherwise the tool declares no effects, `normal` risk, no
+    /// filesystem and no timeout hint: the most conservative claims, which
+    /// keep it from running beside other calls.
+    pub fn new<A, R, F>(name: &str, description: &str, handler: F) -> Tool
+    where
+        A: DeserializeOwned + schemars::JsonSchema,
+        R: IntoReply,
+        F: Fn(A, &Context) -> Result<R, ToolError> + 'static,
+    {
+        let tool_name = name.to_owned();
+        Tool {
+            name: name.into(),
+            title: name.into(),
+            description: description.into(),
+            input: input_schema::<A>(),
+            output: output_schema::<R::Value>(),
+            effects: Effects::empty(),
+            risk: Risk::Normal,
+            filesystem: Filesystem::None,
+            timeout_ms: None,
+            handler: Box::new(move |args, ctx| {
+                let args: A = serde_json::from_str(args).map_err(|e| {
+                    ToolError::InvalidArgs(format!(
+                        "invalid arguments for `{tool_name}`: {}",
+                        without_location(&e)
+                    ))
+                })?;
+                let reply = handler(args, ctx)?.into_reply();
+                let value = serde_json::to_string(&reply.value).map_err(|e| {
+                    ToolError::Failed(format!("`{tool_name}` could not encode its result: {e}"))
+                })?;
+                Ok(Output {
+                    value,
+                    text: reply.text,
+                })
+            }),
+        }
+    }
+
+    /// A short human-readable title (default: the name).
+    pub fn title(mut self, title: &str) -> Tool {
+        self.title = title.into();
+        self
+    }
+
+    /// What the tool does to the world; see the WIT `effects` flags. Declare
+    /// only what is true: a flag left out is a promise.
+    pub fn effects(mut self, effects: Effects) -> Tool {
+        self.effects = effects;
+        self
+    }
+
+    /// How much harm a wrong call can do.
+    pub fn risk(mut self, risk: Risk) -> Tool {
+        self.risk = risk;
+        self
+    }
+
+    /// The filesystem access the tool needs; the host grants at most this.
+    pub fn filesystem(mut self, filesystem: Filesystem) -> Tool {
+        self.filesystem = filesystem;
+        self
+    }
+
+    /// How long a call normally needs; the host caps it by its own limit.
+    pub fn timeout_ms(mut self, timeout_ms: u32) -> Tool {
+        self.timeout_ms = Some(timeout_ms);
+        self
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The derived JSON Schema of the arguments.
+    pub fn input_schema(&self) -> &Value {
+        &self.input
+    }
+
+    /// The derived JSON Schema of the result.
+    pub fn output_schema(&self) -> &Value {
+        &self.output
+    }
+
+    /// Runs the tool on `args_json` as the host would. Meant for unit tests
+    /// of a plugin.
+    pub fn call(&self, args_json: &str, ctx: &Context) -> Result<Output, ToolError> {
+        (self.handler)(args_json, ctx)
+    }
+
+    fn spec(&self) -> wit::ToolSpec {
+        wit::ToolSpec {
+            name: self.name.clone(),
+            title: self.title.clone(),
+            description: self.description.clone(),
+            input_schema: self.input.to_string(),
+            output_schema: Some(self.output.to_string()),
+            effects: self.effects,
+            risk: self.risk,
+            filesystem: self.filesystem,
+            timeout_ms: self.timeout_ms,
+        }
+    }
+}
+
+/// serde_json appends "at line 1 column 17" to its messages; the arguments
+/// are one line of JSON the model never sees, so the position only confuses.
+fn without_location(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    match text.rsplit_once(" at line ") {
+        Some((message, _)) => message.to_owned(),
+        None => text,
+    }
+}
+
+#[doc(hidden)]
+pub mod __private {
+    use super::*;
+
+    pub fn specs(tools: Vec<Tool>) -> Vec<wit::ToolSpec> {
+        tools.iter().map(Tool::spec).collect()
+    }
+
+    pub fn invoke(
+        tools: Vec<Tool>,
+        name: &str,
+        args_json: &str,
+        ctx: wit::CallContext,
+    ) -> Result<wit::ToolOutput, ToolError> {
+        let tool = tools
+            .iter()
+            .find(|t| t.name == name)
+            .ok_or_else(|| ToolError::NotFound(format!("this plugin has no tool `{name}`")))?;
+        let ctx = Context {
+            call_id: ctx.call_id,
+            session_id: ctx.session_id,
+            workspace: ctx.workspace.map(PathBuf::from),
+            attached: true,
+        };
+        let Output { value, text } = tool.call(args_json, &ctx)?;
+        Ok(wit::ToolOutput { value, text })
+    }
+}
+
+/// Exports the tools a function returns as this crate's component:
+/// `toolwarden_plugin::export!(tools);` where `fn tools() -> Vec<Tool>`.
+#[macro_export]
+macro_rules! export {
+    ($tools:path) => {
+        struct __ToolwardenPlugin;
+
+        impl $crate::bindings::exports::toolwarden::tool::tool::Guest for __ToolwardenPlugin {
+            fn tools() -> ::std::vec::Vec<$crate::bindings::exports::toolwarden::tool::tool::ToolSpec> {
+                $crate::__private::specs($tools())
+            }
+
+            fn invoke(
+                name: ::std::string::String,
+                args_json: ::std::string::String,
+                ctx: $crate::bindings::exports::toolwarden::tool::tool::CallContext,
+            ) -> ::std::result::Result<
+                $crate::bindings::exports::toolwarden::tool::tool::ToolOutput,
+                $crate::ToolError,
+            > {
+                $crate::__private::invoke($tools(), &name, &args_json, ctx)
+            }
+        }
+
+        $crate::bindings::export_component!(__ToolwardenPlugin with_types_in $crate::bindings);
+    };
+}

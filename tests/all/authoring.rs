@@ -1,0 +1,131 @@
+//! From zero to a governed tool: `toolwarden new` makes a crate that builds
+//! for wasm32-wasip2 as it is, outside this repository, and whose tool runs
+//! through the whole pipeline.
+
+use crate::harness::{TestHost, binary, run_cli};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Shared by every run so the SDK's dependencies compile once, not per test.
+fn scaffold_target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    exe.ancestors()
+        .nth(3)
+        .expect("target/<profile>/deps/<exe>")
+        .join("scaffold")
+}
+
+/// `cargo` for a crate of its own: the outer build's settings are not its.
+fn cargo(dir: &Path, args: &[&str]) -> (i32, String) {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(dir)
+        .args(args)
+        .env("CARGO_TARGET_DIR", scaffold_target_dir());
+    for var in [
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTFLAGS",
+        "CARGO_BUILD_TARGET",
+        "CARGO_MAKEFLAGS",
+        "MAKEFLAGS",
+        "MFLAGS",
+        "RUSTC_WORKSPACE_WRAPPER",
+    ] {
+        cmd.env_remove(var);
+    }
+    let out = cmd.output().expect("run cargo");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), text)
+}
+
+#[test]
+fn new_plugin_builds_as_it_is_and_runs_through_the_pipeline() {
+    let outside = tempfile::tempdir().expect("temp dir");
+    let dir = outside.path().join("word_count");
+    let (code, stdout, stderr) =
+        run_cli(Command::new(binary()).args(["new", "word_count", "--dir", dir.to_str().unwrap()]));
+    assert_eq!(code, 0, "{stderr}");
+    let next: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("  ") && !l.trim().is_empty())
+        .take(3)
+        .collect();
+    assert!(
+        next[0].contains("cargo build --release --target wasm32-wasip2")
+            && next[1].contains("toolwarden check")
+            && next[2].starts_with("  cp "),
+        "the next three commands: {stdout}"
+    );
+
+    let (code, log) = cargo(&dir, &["build", "--release", "--target", "wasm32-wasip2"]);
+    assert_eq!(code, 0, "the scaffold builds as it is:\n{log}");
+    let (code, log) = cargo(&dir, &["test"]);
+    assert_eq!(code, 0, "the scaffold's own tests pass:\n{log}");
+    assert!(log.contains("2 passed"), "{log}");
+
+    let wasm = scaffold_target_dir().join("wasm32-wasip2/release/word_count.wasm");
+    let host = TestHost::new(&[]);
+    std::fs::copy(&wasm, host.plugins.join("word_count.wasm")).expect("copy plugin");
+    let (code, stdout, stderr) = run_cli(host.cli().arg("check"));
+    assert_eq!(code, 0, "check finds nothing to fix: {stdout}{stderr}");
+    let (code, stdout, stderr) = run_cli(host.cli().args([
+        "call",
+        "word_count",
+        r#"{"text":"governed tools are pleasant"}"#,
+    ]));
+    assert_eq!((code, stdout.trim()), (0, r#"{"words":4}"#), "{stderr}");
+    let (code, stdout, _) = run_cli(host.cli().args(["call", "word_count", r#"{"text":"  "}"#]));
+    assert_eq!(code, 1);
+    assert!(stdout.contains("`text` is empty"), "{stdout}");
+}
+
+#[test]
+fn new_refuses_a_bad_name_and_never_overwrites() {
+    let outside = tempfile::tempdir().expect("temp dir");
+    let taken = outside.path().join("taken");
+    std::fs::create_dir_all(&taken).unwrap();
+    std::fs::write(taken.join("keep.txt"), "mine").unwrap();
+    let (code, _, stderr) = run_cli(Command::new(binary()).args([
+        "new",
+        "fine_name",
+        "--dir",
+        taken.to_str().unwrap(),
+    ]));
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("already exists and is not empty"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(taken.join("keep.txt")).unwrap(),
+        "mine"
+    );
+    assert!(!taken.join("Cargo.toml").exists());
+
+    let (code, _, stderr) = run_cli(
+        Command::new(binary())
+            .current_dir(outside.path())
+            .args(["new", "Not-Valid"]),
+    );
+    assert_eq!(code, 2);
+    assert!(stderr.contains("not a valid plugin name"), "{stderr}");
+    assert!(!outside.path().join("Not-Valid").exists());
+
+    let (code, _, stderr) = run_cli(Command::new(binary()).args([
+        "new",
+        "lost",
+        "--dir",
+        outside.path().join("lost").to_str().unwrap(),
+        "--sdk",
+        outside.path().to_str().unwrap(),
+    ]));
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("--sdk"),
+        "the hint names the flag: {stderr}"
+    );
+}
