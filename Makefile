@@ -6,7 +6,7 @@ WASM_DIR := target/wasm/wasm32-wasip2/guest
 
 VENV := .venv
 
-.PHONY: demo test plugins build setup lint py-test python-plugin
+.PHONY: demo test plugins build setup lint py-test python-plugin bench
 
 # Installs what a fresh machine lacks: the wasm32-wasip2 target.
 setup:
@@ -48,3 +48,8 @@ python-plugin: $(VENV)/.installed
 test: setup build lint
 	$(CARGO) test --release --workspace
 	$(MAKE) py-test
+
+# What governance costs against bare wasmtime, and the other figures of the
+# README's performance section; JSON goes to target/bench/.
+bench: setup build
+	$(CARGO) run --release -p toolwarden-bench

@@ -37,7 +37,7 @@ fn main() {
         .parent()
         .expect("tests/ sits in the workspace root")
         .to_owned();
-    for watched in ["wit", "plugins", "tests/fixtures"] {
+    for watched in ["wit", "sdk", "plugins", "tests/fixtures"] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
     let examples = crates_in(&root.join("plugins"));

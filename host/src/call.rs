@@ -53,17 +53,44 @@ impl fmt::Display for CallId {
 }
 
 /// The agent session a call belongs to.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct SessionId(String);
+#[derive(Clone, Debug)]
+pub struct SessionId {
+    id: String,
+    /// Made by [`SessionId::new`] in this process, so it has no history
+    /// anywhere yet: budgets need not look it up.
+    minted: bool,
+}
 
 impl SessionId {
     /// A fresh session id, for callers that did not name one.
     pub fn new() -> Self {
-        SessionId(uuid::Uuid::now_v7().to_string())
+        SessionId {
+            id: uuid::Uuid::now_v7().to_string(),
+            minted: true,
+        }
     }
 
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.id
+    }
+
+    /// Whether this process made the id (rather than a caller naming it).
+    pub fn is_new(&self) -> bool {
+        self.minted
+    }
+}
+
+impl PartialEq for SessionId {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+    }
+}
+
+impl Eq for SessionId {}
+
+impl std::hash::Hash for SessionId {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.id.hash(state);
     }
 }
 
@@ -75,7 +102,7 @@ impl Default for SessionId {
 
 impl From<String> for SessionId {
     fn from(id: String) -> Self {
-        SessionId(id)
+        SessionId { id, minted: false }
     }
 }
 

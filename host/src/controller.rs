@@ -23,6 +23,7 @@ use crate::registry::{Plugin, Registry, Tool};
 use crate::sandbox::{RunContext, Sandbox};
 use crate::scheduler;
 use crate::schema;
+use crate::store::ExecutionRow;
 use futures::StreamExt;
 use std::path::Path;
 use std::sync::{Arc, RwLock};
@@ -51,6 +52,8 @@ pub struct Inspection {
 struct Trail {
     events: Vec<Event>,
     ran: bool,
+    /// The run the session's budgets count, once the call ran.
+    execution: Option<ExecutionRow>,
     fuel_used: Option<u64>,
     /// Steps taken so far, when the caller asked for a trace.
     trace: Option<Vec<TraceStep>>,
@@ -67,6 +70,7 @@ impl Trail {
         Trail {
             events: Vec::new(),
             ran: false,
+            execution: None,
             fuel_used: None,
             trace,
             step: None,
@@ -253,7 +257,7 @@ impl Controller {
                 duration_us,
                 fuel_used: trail.fuel_used,
                 output_bytes: content.as_ref().map_or(0, String::len),
-                value: value.as_ref().map(|v| self.records.audit_log().redact(v)),
+                value: value.clone(),
             },
             (Some(e), false) => Event::Refused {
                 code: e.code.as_str(),
@@ -265,7 +269,12 @@ impl Controller {
             },
         };
         trail.events.push(last);
-        if let Err(e) = self.records.audit_log().record(&subject, &trail.events) {
+        let events = std::mem::take(&mut trail.events);
+        if let Err(e) =
+            self.records
+                .audit_log()
+                .record_end(&subject, events, trail.execution.take())
+        {
             tracing::error!(
                 call = subject.call_id,
                 "the audit trail of this call could not be written: {e}"
@@ -306,9 +315,8 @@ impl Controller {
         trail.begin("materialize");
         let args = Arguments::materialize(&request.args)?;
         trail.end(|| format!("canonical arguments, SHA-256 {}", &args.digest()[..16]));
-        let audit = self.records.audit_log();
         trail.events.push(Event::Call {
-            args: audit.redact(args.value()),
+            args: args.value().clone(),
             args_digest: args.digest().to_owned(),
         });
         trail.begin("resolve");
@@ -332,7 +340,7 @@ impl Controller {
             )
         });
         trail.begin("guards");
-        let admitted = self.guards.check(authorized, &request.session)?;
+        let (admitted, reservation) = self.guards.check(authorized, &request.session)?;
         trail.end(|| "sandbox mode, paths, budgets and duplicates: passed".into());
         trail.begin("approval");
         let prepared = self
@@ -346,9 +354,11 @@ impl Controller {
             )
         });
         trail.begin("audit");
-        // Nothing runs unless the trail so far is on disk.
-        audit
-            .record(&Subject::of(request), &std::mem::take(&mut trail.events))
+        // With `durability = "sync"`, nothing runs unless the trail so far is
+        // on disk; batched, it is queued ahead of the call's end.
+        self.records
+            .audit_log()
+            .record(&Subject::of(request), std::mem::take(&mut trail.events))
             .map_err(|e| {
                 CallError::new(
                     ErrorCode::HostError,
@@ -358,7 +368,6 @@ impl Controller {
         trail.end(|| "the call and its decisions are committed".into());
         trail.ran = true;
         let tool = Arc::clone(prepared.tool());
-        let digest = prepared.args().digest().to_owned();
         let cx = RunContext {
             call_id: request.call_id.clone(),
             session: request.session.clone(),
@@ -368,12 +377,7 @@ impl Controller {
         let started = Instant::now();
         trail.begin("sandbox");
         let execution = self.sandbox.run(prepared, cx).await;
-        self.guards.record_execution(
-            &request.session,
-            &tool.spec.name,
-            &digest,
-            started.elapsed(),
-        );
+        trail.execution = Some(reservation.executed(started.elapsed()));
         trail.fuel_used = execution.fuel_used;
         let returned = execution.result?;
         trail.end(|| {

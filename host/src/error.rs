@@ -67,6 +67,9 @@ pub enum Error {
         source: crate::store::StoreError,
     },
 
+    #[error("{0}")]
+    Audit(#[from] crate::audit::AuditError),
+
     #[error("cannot create the plugin: {message}")]
     Scaffold { message: String, hint: String },
 }
@@ -84,6 +87,7 @@ impl Error {
             Error::PluginsInWorkspace { .. } => "PLUGINS_IN_WORKSPACE",
             Error::Engine(_) => "ENGINE",
             Error::State { .. } => "STATE",
+            Error::Audit(_) => "AUDIT",
             Error::Scaffold { .. } => "SCAFFOLD",
         }
     }
@@ -126,6 +130,11 @@ impl Error {
                  if it is damaged, move it aside to start a new one (it holds the approvals and the audit log)",
                 path.display()
             ),
+            Error::Audit(_) => {
+                "check that the state directory is writable and its disk has free space; \
+                 the call or decision was not recorded"
+                    .into()
+            }
             Error::Scaffold { hint, .. } => hint.clone(),
         }
     }

@@ -64,9 +64,11 @@ pub use outcome::{CallError, CallResult, ErrorCode, Status, TraceStep};
 pub use policy::{Decision, Verdict};
 pub use records::Records;
 pub use registry::{LoadFailure, Plugin, Registry, Tool};
+#[doc(hidden)]
+pub use sandbox::engine_config;
 pub use sandbox::{
-    EPOCH_TICK, GUEST_WORKSPACE, LOG_BUDGET_BYTES, MAX_CONCURRENT_INSTANCES, MAX_HANDLES,
-    MAX_WASM_STACK, OUTPUT_PIPE_BYTES, Origin,
+    EPOCH_TICK, GUEST_WORKSPACE, LOAD_INSTANCES, LOG_BUDGET_BYTES, MAX_HANDLES, MAX_WASM_STACK,
+    OUTPUT_PIPE_BYTES, Origin,
 };
 pub use schema::{
     ANNOTATION_KEYWORDS, FORMATS, Schema, SchemaError, VALIDATION_KEYWORDS, Violation,

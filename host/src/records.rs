@@ -35,7 +35,8 @@ impl Records {
             audit: Audit::new(
                 Arc::clone(&store),
                 Redactor::new(config.redact_keys.iter().cloned()),
-            ),
+                config.audit_durability,
+            )?,
             store,
         })
     }
@@ -89,9 +90,7 @@ impl Records {
                 approved: approve,
                 reason: reason.map(str::to_owned),
             };
-            self.audit
-                .record(&subject, &[event])
-                .map_err(|e| self.state(e))?;
+            self.audit.record_durably(&subject, vec![event])?;
         }
         Ok(decided)
     }

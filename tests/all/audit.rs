@@ -246,3 +246,53 @@ fn audit_filters_by_time_and_refuses_a_time_it_cannot_read() {
         "{stderr}"
     );
 }
+
+fn rows_of(t: &TestHost, call_id: &str) -> i64 {
+    db(t)
+        .query_row(
+            "SELECT count(*) FROM audit WHERE call_id = ?1",
+            [call_id],
+            |r| r.get(0),
+        )
+        .unwrap()
+}
+
+#[test]
+fn sync_durability_commits_before_the_call_returns_and_batched_by_drop() {
+    use crate::harness::call;
+    let sync = TestHost::new(&[CALC]).config(&format!(
+        "[audit]\ndurability = \"sync\"\n\n{}",
+        crate::harness::ALLOW_ALL
+    ));
+    let host = sync.controller();
+    let r = call(&host, "calc", r#"{"op":"add","a":1,"b":2}"#);
+    // Another connection sees the whole trail while the host still runs.
+    assert_eq!(rows_of(&sync, &r.call_id), 3, "call, policy, outcome");
+
+    let batched = TestHost::new(&[CALC]);
+    let host = batched.controller();
+    let ids: Vec<String> = (0..50)
+        .map(|n| call(&host, "calc", &format!(r#"{{"op":"add","a":{n},"b":2}}"#)).call_id)
+        .collect();
+    drop(host);
+    for id in &ids {
+        assert_eq!(
+            rows_of(&batched, id),
+            3,
+            "an orderly stop commits the queue"
+        );
+    }
+    let (code, out) = verify(&batched);
+    assert_eq!(code, 0, "{out}");
+}
+
+#[test]
+fn an_unknown_durability_is_a_config_error_with_its_line() {
+    let t = TestHost::new(&[CALC]).config("[audit]\ndurability = \"eventually\"\n");
+    let (code, _, stderr) = run_cli(t.cli().arg("list"));
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("line 2") && stderr.contains("sync") && stderr.contains("batched"),
+        "{stderr}"
+    );
+}

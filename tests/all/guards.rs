@@ -150,3 +150,49 @@ fn a_zero_budget_is_a_config_error() {
     assert_eq!(err.code(), "CONFIG_INVALID");
     assert!(err.to_string().contains("line 1"), "{err}");
 }
+
+#[test]
+fn concurrent_calls_of_one_session_never_overrun_max_calls() {
+    let policy = format!(
+        "[budget]\nmax_calls = 3\nallow_duplicate_calls = true\n\n[scheduler]\nmax_parallel = 8\n\n{ALLOW_ALL}"
+    );
+    let t = TestHost::new(&[HOSTILE]).config(&policy);
+    let host = t.controller();
+    let session = SessionId::from("racing".to_owned());
+    let calls = (0..8)
+        .map(|i| {
+            CallRequest::new("hostile_sleep", format!(r#"{{"ms":{}}}"#, 100 + i))
+                .in_session(session.clone())
+        })
+        .collect();
+    let results = runtime().block_on(host.handle_batch(calls));
+    let ran = results.iter().filter(|r| r.status == Status::Ok).count();
+    let refused = results
+        .iter()
+        .filter(|r| r.code() == Some(ErrorCode::BudgetExceeded))
+        .count();
+    assert_eq!((ran, refused), (3, 5), "{results:#?}");
+    // The units of refused calls were never taken: a new host reading the
+    // executions back sees exactly the three that ran.
+    drop(host);
+    let again = t.controller();
+    let next = call_in(&again, "racing", "hostile_sleep", r#"{"ms":1}"#);
+    assert_eq!(next.code(), Some(ErrorCode::BudgetExceeded), "{next:#?}");
+    let fresh = call_in(&again, "other", "hostile_sleep", r#"{"ms":1}"#);
+    assert_eq!(fresh.status, Status::Ok);
+}
+
+#[test]
+fn a_call_that_waits_for_approval_gives_its_unit_back() {
+    let policy = "[budget]\nmax_calls = 1\n\n[[rule]]\ntools = [\"calc\"]\ndecision = \"ask\"\nreason = \"a person checks\"\n";
+    let t = TestHost::new(&[CALC]).config(policy);
+    let host = t.controller();
+    for n in 0..3 {
+        let pending = call_in(&host, "s", "calc", &add(n));
+        assert_eq!(
+            pending.code(),
+            Some(ErrorCode::ApprovalRequired),
+            "{pending:#?}"
+        );
+    }
+}

@@ -8,10 +8,12 @@
 //! Arguments and outputs pass through a [`Redactor`] before they are stored.
 
 mod redact;
+mod writer;
 
 pub use redact::{DEFAULT_REDACT_KEYS, Redactor};
+pub use writer::Durability;
 
-use crate::store::{AuditFilter, AuditRow, NewAuditRow, Store, StoreError, now_ms};
+use crate::store::{AuditFilter, AuditRow, ExecutionRow, NewAuditRow, Store, StoreError};
 use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -124,14 +126,18 @@ pub enum Verification {
     Broken { seq: i64, problem: String },
 }
 
+/// Appending to the audit log failed; the message says why.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write the audit log: {0}")]
+pub struct AuditError(String);
+
 #[derive(Debug)]
 pub struct Audit {
     store: Arc<Store>,
-    redactor: Redactor,
+    writer: writer::Writer,
+    durability: Durability,
 }
 
-/// The chain hash of one record: SHA-256 over an unambiguous JSON encoding
-/// of every field and the previous hash.
 fn record_hash(seq: i64, row: &NewAuditRow, prev: &str) -> String {
     let fields = serde_json::json!([
         seq,
@@ -147,36 +153,73 @@ fn record_hash(seq: i64, row: &NewAuditRow, prev: &str) -> String {
 }
 
 impl Audit {
-    pub fn new(store: Arc<Store>, redactor: Redactor) -> Audit {
-        Audit { store, redactor }
+    /// Reads through `store`; appends through a writer thread with its own
+    /// connection, redacting with `redactor` on the way.
+    pub fn new(
+        store: Arc<Store>,
+        redactor: Redactor,
+        durability: Durability,
+    ) -> Result<Audit, AuditError> {
+        let writer_store = store
+            .connect_again()
+            .map_err(|e| AuditError(e.to_string()))?;
+        let writer = writer::Writer::start(writer_store, redactor, durability)
+            .map_err(|e| AuditError(format!("cannot start the writer thread: {e}")))?;
+        Ok(Audit {
+            store,
+            writer,
+            durability,
+        })
     }
 
-    pub fn redact(&self, value: &Value) -> Value {
-        self.redactor.redact(value)
+    /// Appends a call's events, committed as the configured [`Durability`]
+    /// says.
+    pub fn record(&self, subject: &Subject, events: Vec<Event>) -> Result<(), AuditError> {
+        self.append(subject, events, None, self.durability == Durability::Sync)
     }
 
-    /// Appends `events` for `subject` in one transaction.
-    pub fn record(&self, subject: &Subject, events: &[Event]) -> Result<(), StoreError> {
-        if events.is_empty() {
+    /// Appends events and returns only once they are on disk, whatever the
+    /// durability: for decisions a person made, which must not be lost.
+    pub fn record_durably(&self, subject: &Subject, events: Vec<Event>) -> Result<(), AuditError> {
+        self.append(subject, events, None, true)
+    }
+
+    /// Appends how a call ended, with the execution its session's budgets
+    /// count (if it ran), in the same transaction.
+    pub fn record_end(
+        &self,
+        subject: &Subject,
+        events: Vec<Event>,
+        execution: Option<ExecutionRow>,
+    ) -> Result<(), AuditError> {
+        let wait = self.durability == Durability::Sync;
+        self.append(subject, events, execution, wait)
+    }
+
+    fn append(
+        &self,
+        subject: &Subject,
+        events: Vec<Event>,
+        execution: Option<ExecutionRow>,
+        wait: bool,
+    ) -> Result<(), AuditError> {
+        if events.is_empty() && execution.is_none() {
             return Ok(());
         }
-        let ts_ms = now_ms();
-        let rows: Vec<NewAuditRow> = events
-            .iter()
-            .map(|event| NewAuditRow {
-                ts_ms,
-                call_id: subject.call_id.clone(),
-                session: subject.session.clone(),
-                tool: subject.tool.clone(),
-                kind: event.kind().to_owned(),
-                data: serde_json::to_string(event)
-                    .unwrap_or_else(|e| format!("{{\"unserializable\":\"{e}\"}}")),
-            })
-            .collect();
-        self.store.append_audit(&rows, &record_hash)
+        self.writer
+            .submit(subject, events, execution, wait)
+            .map_err(AuditError)
+    }
+
+    /// Commits what this host queued, so that reading shows every call so far.
+    fn settle(&self) {
+        if let Err(e) = self.writer.flush() {
+            tracing::error!("{e}");
+        }
     }
 
     pub fn records(&self, filter: &AuditFilter) -> Result<Vec<Record>, StoreError> {
+        self.settle();
         Ok(self
             .store
             .audit_rows(filter)?
@@ -196,6 +239,7 @@ impl Audit {
 
     /// Walks the whole chain and reports the first record that does not fit.
     pub fn verify(&self) -> Result<Verification, StoreError> {
+        self.settle();
         let rows = self.store.audit_rows(&AuditFilter::default())?;
         let mut prev = crate::store::GENESIS.to_owned();
         for (i, row) in rows.iter().enumerate() {

@@ -24,7 +24,8 @@
 //! (lists of WIT spellings), `when` (JSON pointer -> glob for strings, a
 //! scalar for exact match, or `{ not = ... }`), `decision`, `reason`.
 
-use super::limits::{Limits, MAX_MEMORY_MB, MAX_OUTPUT_KB, MAX_TIMEOUT_MS};
+use super::limits::{Limits, MAX_INSTANCES, MAX_MEMORY_MB, MAX_OUTPUT_KB, MAX_TIMEOUT_MS};
+use crate::audit::Durability;
 use crate::error::Error;
 use crate::guards::Budget;
 use crate::policy::{ArgPattern, RuleDef, Verdict};
@@ -61,6 +62,7 @@ struct LimitsTable {
     fuel: Option<u64>,
     memory_mb: Option<u64>,
     max_output_kb: Option<u64>,
+    max_instances: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -97,6 +99,14 @@ struct McpTable {
 #[serde(deny_unknown_fields)]
 struct AuditTable {
     redact_keys: Option<Vec<String>>,
+    durability: Option<DurabilityName>,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum DurabilityName {
+    Sync,
+    Batched,
 }
 
 #[derive(Deserialize)]
@@ -119,6 +129,7 @@ pub(super) struct Parsed {
     pub rules: Vec<RuleDef>,
     pub approval_ttl: Duration,
     pub redact_keys: Vec<String>,
+    pub audit_durability: Durability,
     pub budget: Budget,
     pub mcp_list_denied: bool,
     pub max_parallel: usize,
@@ -154,7 +165,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         line: e.span().map(|s| line_of(text, s.start)),
         message: e.message().to_owned(),
         hint: "see the config format in the README: `[limits]` takes timeout_ms, fuel, \
-               memory_mb, max_output_kb; `[approvals]` ttl_seconds; `[audit]` redact_keys; `[budget]` max_calls, \
+               memory_mb, max_output_kb, max_instances; `[approvals]` ttl_seconds; `[audit]` redact_keys, durability; `[budget]` max_calls, \
                max_calls_per_tool, max_run_ms, max_calls_per_turn, allow_duplicate_calls; `[mcp]` list_denied; \
                `[scheduler]` max_parallel; each \
                `[[rule]]` takes tools, plugin, risk, effects, filesystem, when, decision, reason"
@@ -215,6 +226,10 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
             Duration::from_secs(seconds)
         }
     };
+    let audit_durability = match file.audit.as_ref().and_then(|a| a.durability) {
+        Some(DurabilityName::Sync) => Durability::Sync,
+        Some(DurabilityName::Batched) | None => Durability::Batched,
+    };
     let redact_keys = file.audit.and_then(|a| a.redact_keys).unwrap_or_else(|| {
         crate::audit::DEFAULT_REDACT_KEYS
             .iter()
@@ -273,6 +288,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         rules,
         approval_ttl,
         redact_keys,
+        audit_durability,
         budget,
         mcp_list_denied,
         max_parallel,
@@ -327,6 +343,12 @@ fn limits(table: LimitsTable) -> Result<Limits, String> {
             (d.max_output_bytes >> 10) as u64,
             MAX_OUTPUT_KB,
         )? << 10) as usize,
+        max_instances: bounded(
+            "max_instances",
+            table.max_instances,
+            u64::from(d.max_instances),
+            MAX_INSTANCES,
+        )? as u32,
     })
 }
 

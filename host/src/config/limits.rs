@@ -13,10 +13,16 @@ pub const DEFAULT_MEMORY_MB: u64 = 64;
 /// Largest output (value plus text) a call may return.
 pub const DEFAULT_MAX_OUTPUT_KB: u64 = 1024;
 
+/// Component instances alive at once: calls in flight (beyond it, calls
+/// wait for a free instance). Sizes the pooling allocator, which reserves
+/// address space (not memory) for each: 2 x (memory_mb + guard).
+pub const DEFAULT_MAX_INSTANCES: u64 = 256;
+
 /// Upper bounds on the settings, so a typo cannot disable a limit.
 pub(crate) const MAX_TIMEOUT_MS: u64 = 600_000;
 pub(crate) const MAX_MEMORY_MB: u64 = 4096;
 pub(crate) const MAX_OUTPUT_KB: u64 = 64 * 1024;
+pub(crate) const MAX_INSTANCES: u64 = 10_000;
 
 /// Per-call limits, from the `[limits]` table of the config file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,6 +31,7 @@ pub struct Limits {
     pub fuel: u64,
     pub memory_bytes: u64,
     pub max_output_bytes: usize,
+    pub max_instances: u32,
 }
 
 impl Default for Limits {
@@ -34,6 +41,7 @@ impl Default for Limits {
             fuel: DEFAULT_FUEL,
             memory_bytes: DEFAULT_MEMORY_MB << 20,
             max_output_bytes: (DEFAULT_MAX_OUTPUT_KB << 10) as usize,
+            max_instances: DEFAULT_MAX_INSTANCES as u32,
         }
     }
 }

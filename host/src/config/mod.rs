@@ -66,6 +66,7 @@ pub struct Config {
     pub(crate) policy_hash: String,
     pub(crate) approval_ttl: std::time::Duration,
     pub(crate) redact_keys: Vec<String>,
+    pub(crate) audit_durability: crate::audit::Durability,
     pub(crate) budget: crate::guards::Budget,
     pub(crate) mcp_list_denied: bool,
     /// Parallel-safe calls of one turn that may run at once.
@@ -236,6 +237,7 @@ impl ConfigBuilder {
             policy_hash,
             approval_ttl: parsed.approval_ttl,
             redact_keys: parsed.redact_keys,
+            audit_durability: parsed.audit_durability,
             budget: parsed.budget,
             mcp_list_denied: parsed.mcp_list_denied,
             max_parallel: parsed.max_parallel,

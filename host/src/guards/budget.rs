@@ -2,14 +2,25 @@
 //! that actually executed in the session (denied or pending calls never
 //! count, so asking for approval does not make the approved run a duplicate).
 //!
-//! Two calls of one session racing through the guard at the same moment may
-//! both pass the last unit of a budget: budgets bound runaway agents, they
-//! are not a billing meter.
+//! The counts live in memory, loaded from the `executions` table the first
+//! time a session is seen (so a new process, such as each CLI call, carries
+//! on where the last one stopped) and written back through the audit writer.
+//! Passing the guard reserves the call's unit under the same lock that
+//! checked it, so two concurrent calls of one session can never both take
+//! the last unit; a reservation whose call does not run (refused later, or
+//! waiting for approval) is released when dropped. Run time is known only
+//! after a call, so concurrent calls may together overrun `max_run_ms`.
+//! Another process sharing the database and the session is not seen until
+//! this one loads the session again. A session id this process minted has
+//! no history, so it is never looked up.
 
+use crate::call::SessionId;
 use crate::outcome::{CallError, ErrorCode};
 use crate::registry::Tool;
 use crate::spec::Effect;
-use crate::store::{ExecutionTotals, Store};
+use crate::store::{ExecutionRow, Store, now_ms};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// Limits per session, from the `[budget]` table. `None` is unlimited.
@@ -29,37 +40,212 @@ fn exceeded(message: String) -> Result<(), CallError> {
     Err(CallError::new(ErrorCode::BudgetExceeded, message))
 }
 
-pub(super) fn check(
+/// Sessions whose totals stay in memory; beyond it, idle sessions are
+/// dropped and read back from the database when they return.
+const MAX_SESSIONS: usize = 4096;
+
+/// What one session has executed (or reserved) so far.
+#[derive(Debug, Default)]
+struct SessionTotals {
+    calls: u64,
+    run_us: u64,
+    /// Reservations not yet executed or given back.
+    in_flight: u64,
+    tools: HashMap<String, ToolTotals>,
+}
+
+#[derive(Debug, Default)]
+struct ToolTotals {
+    calls: u64,
+    /// Calls per argument digest.
+    per_args: HashMap<String, u64>,
+}
+
+impl SessionTotals {
+    fn add(&mut self, tool: &str, digest: &str, calls: u64) {
+        self.calls += calls;
+        let per_tool = match self.tools.get_mut(tool) {
+            Some(t) => t,
+            None => self.tools.entry(tool.to_owned()).or_default(),
+        };
+        per_tool.calls += calls;
+        match per_tool.per_args.get_mut(digest) {
+            Some(n) => *n += calls,
+            None => {
+                per_tool.per_args.insert(digest.to_owned(), calls);
+            }
+        }
+    }
+
+    fn remove_one(&mut self, tool: &str, digest: &str) {
+        self.calls = self.calls.saturating_sub(1);
+        if let Some(t) = self.tools.get_mut(tool) {
+            t.calls = t.calls.saturating_sub(1);
+            if let Some(n) = t.per_args.get_mut(digest) {
+                *n = n.saturating_sub(1);
+            }
+        }
+    }
+}
+
+/// Every session's totals, shared by the guard and the reservations it hands out.
+#[derive(Debug)]
+pub(super) struct Ledger {
+    sessions: Mutex<HashMap<String, SessionTotals>>,
+    store: Arc<Store>,
+}
+
+/// A call's unit of its session's budget, held from the guard until the
+/// call runs. Dropped without [`Reservation::executed`], it is given back.
+#[derive(Debug)]
+pub struct Reservation {
+    ledger: Arc<Ledger>,
+    session: String,
+    tool: String,
+    digest: String,
+    spent: bool,
+}
+
+impl Reservation {
+    /// The call ran for `ran_for`: the unit stays spent, the time is added,
+    /// and the row to persist is returned.
+    pub fn executed(mut self, ran_for: Duration) -> ExecutionRow {
+        self.spent = true;
+        let us = ran_for.as_micros().min(i64::MAX as u128) as u64;
+        if let Some(totals) = self.ledger.lock().get_mut(&self.session) {
+            totals.run_us += us;
+            totals.in_flight = totals.in_flight.saturating_sub(1);
+        }
+        ExecutionRow {
+            session: std::mem::take(&mut self.session),
+            tool: std::mem::take(&mut self.tool),
+            args_digest: std::mem::take(&mut self.digest),
+            duration_us: us as i64,
+            ts_ms: now_ms(),
+        }
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if !self.spent
+            && let Some(totals) = self.ledger.lock().get_mut(&self.session)
+        {
+            totals.remove_one(&self.tool, &self.digest);
+            totals.in_flight = totals.in_flight.saturating_sub(1);
+        }
+    }
+}
+
+impl Ledger {
+    pub(super) fn new(store: Arc<Store>) -> Ledger {
+        Ledger {
+            sessions: Mutex::new(HashMap::new()),
+            store,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, SessionTotals>> {
+        // Totals are plain counters: a panic elsewhere cannot leave them torn.
+        self.sessions
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn load(&self, session: &SessionId) -> Result<SessionTotals, CallError> {
+        let mut totals = SessionTotals::default();
+        if session.is_new() {
+            return Ok(totals);
+        }
+        let groups = self
+            .store
+            .session_executions(session.as_str())
+            .map_err(|e| {
+                CallError::new(
+                    ErrorCode::HostError,
+                    format!("cannot read the session's history, so the call did not run: {e}"),
+                )
+            })?;
+        for g in groups {
+            totals.add(&g.tool, &g.args_digest, g.calls.max(0) as u64);
+            totals.run_us += g.duration_us.max(0) as u64;
+        }
+        Ok(totals)
+    }
+
+    /// Checks the call against the session's budget and, if it fits,
+    /// reserves its unit in the same step.
+    pub(super) fn reserve(
+        self: &Arc<Self>,
+        budget: &Budget,
+        session: &SessionId,
+        tool: &Tool,
+        digest: &str,
+    ) -> Result<Reservation, CallError> {
+        let mut sessions = self.lock();
+        let totals = match sessions.get_mut(session.as_str()) {
+            Some(totals) => totals,
+            None => {
+                let loaded = self.load(session)?;
+                if sessions.len() >= MAX_SESSIONS {
+                    sessions.retain(|_, t| t.in_flight > 0);
+                }
+                sessions
+                    .entry(session.as_str().to_owned())
+                    .or_insert(loaded)
+            }
+        };
+        check(budget, totals, tool, digest)?;
+        totals.add(&tool.spec.name, digest, 1);
+        totals.in_flight += 1;
+        Ok(Reservation {
+            ledger: Arc::clone(self),
+            session: session.as_str().to_owned(),
+            tool: tool.spec.name.clone(),
+            digest: digest.to_owned(),
+            spent: false,
+        })
+    }
+}
+
+fn check(
     budget: &Budget,
-    totals: ExecutionTotals,
+    totals: &SessionTotals,
     tool: &Tool,
+    digest: &str,
 ) -> Result<(), CallError> {
     let name = &tool.spec.name;
     if let Some(max) = budget.max_calls
-        && totals.calls as u64 >= max
+        && totals.calls >= max
     {
         return exceeded(format!(
             "this session already ran {max} calls, its `budget.max_calls`; start a new session to go on"
         ));
     }
+    let per_tool = totals.tools.get(name.as_str());
+    let tool_calls = per_tool.map_or(0, |t| t.calls);
     if let Some(max) = budget.max_calls_per_tool
-        && totals.tool_calls as u64 >= max
+        && tool_calls >= max
     {
         return exceeded(format!(
             "this session already ran `{name}` {max} times, its `budget.max_calls_per_tool`"
         ));
     }
     if let Some(max) = budget.max_run_time
-        && totals.run_us as u128 >= max.as_micros()
+        && u128::from(totals.run_us) >= max.as_micros()
     {
         return exceeded(format!(
             "this session already spent {} ms running tools, its `budget.max_run_ms`",
             totals.run_us / 1000
         ));
     }
+    let same_args = per_tool
+        .and_then(|t| t.per_args.get(digest))
+        .copied()
+        .unwrap_or(0);
     let harmless = tool.spec.effects.contains(Effect::ReadOnly)
         && tool.spec.effects.contains(Effect::Idempotent);
-    if totals.same_args > 0 && !budget.allow_duplicate_calls && !harmless {
+    if same_args > 0 && !budget.allow_duplicate_calls && !harmless {
         return Err(CallError::new(
             ErrorCode::DuplicateCall,
             format!(
@@ -68,18 +254,4 @@ pub(super) fn check(
         ));
     }
     Ok(())
-}
-
-pub(super) fn totals(
-    store: &Store,
-    session: &str,
-    tool: &str,
-    digest: &str,
-) -> Result<ExecutionTotals, CallError> {
-    store.execution_totals(session, tool, digest).map_err(|e| {
-        CallError::new(
-            ErrorCode::HostError,
-            format!("cannot read the session's history, so the call did not run: {e}"),
-        )
-    })
 }

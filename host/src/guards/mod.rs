@@ -8,7 +8,7 @@
 //!   stay inside the workspace (no absolute paths, no `..` out, no symlink
 //!   out), checked with cap-std before the plugin is instantiated;
 //! - budget: per-session call counts and run time, and repeated calls with
-//!   the same arguments (see [`budget`]).
+//!   the same arguments (see [`budget`]); passing it reserves the call's unit.
 //!
 //! The sandbox enforces the same boundaries on its own; guards refuse early,
 //! with a message that says why, and keep the refusal out of the plugin.
@@ -16,7 +16,7 @@
 mod budget;
 mod path;
 
-pub use budget::Budget;
+pub use budget::{Budget, Reservation};
 
 use crate::call::SessionId;
 use crate::config::SandboxMode;
@@ -24,10 +24,9 @@ use crate::error::Error;
 use crate::outcome::{CallError, ErrorCode};
 use crate::policy::AuthorizedCall;
 use crate::spec::FsNeed;
-use crate::store::{Store, now_ms};
+use crate::store::Store;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// The guards of one host.
 #[derive(Debug)]
@@ -35,7 +34,7 @@ pub struct Guards {
     workspace: path::Workspace,
     sandbox: SandboxMode,
     budget: Budget,
-    store: Arc<Store>,
+    ledger: Arc<budget::Ledger>,
 }
 
 /// A call every guard let through. Only [`Guards::check`] makes one.
@@ -61,33 +60,18 @@ impl Guards {
             workspace: path::Workspace::open(workspace)?,
             sandbox,
             budget,
-            store,
+            ledger: Arc::new(budget::Ledger::new(store)),
         })
     }
 
-    /// Counts a call that executed against its session's budget.
-    pub fn record_execution(
-        &self,
-        session: &SessionId,
-        tool: &str,
-        digest: &str,
-        ran_for: Duration,
-    ) {
-        let us = ran_for.as_micros().min(i64::MAX as u128) as i64;
-        if let Err(e) = self
-            .store
-            .record_execution(session.as_str(), tool, digest, us, now_ms())
-        {
-            tracing::error!("cannot count a call against its session's budget: {e}");
-        }
-    }
-
-    /// Pipeline step: refuses the call if any guard objects.
+    /// Pipeline step: refuses the call if any guard objects. Admission
+    /// reserves the call's unit of its session's budget; hand the
+    /// reservation to the call's end, or drop it if the call does not run.
     pub fn check(
         &self,
         call: AuthorizedCall,
         session: &SessionId,
-    ) -> Result<AdmittedCall, CallError> {
+    ) -> Result<(AdmittedCall, Reservation), CallError> {
         let resolved = call.call().resolved();
         let tool = resolved.tool();
         match (tool.spec.filesystem, self.sandbox) {
@@ -115,13 +99,9 @@ impl Guards {
                 })?;
             }
         }
-        let totals = budget::totals(
-            &self.store,
-            session.as_str(),
-            &tool.spec.name,
-            resolved.args().digest(),
-        )?;
-        budget::check(&self.budget, totals, tool)?;
-        Ok(AdmittedCall { call })
+        let reservation =
+            self.ledger
+                .reserve(&self.budget, session, tool, resolved.args().digest())?;
+        Ok((AdmittedCall { call }, reservation))
     }
 }

@@ -19,7 +19,7 @@ mod host;
 mod run;
 mod state;
 
-pub use engine::{EPOCH_TICK, MAX_CONCURRENT_INSTANCES, MAX_WASM_STACK};
+pub use engine::{EPOCH_TICK, LOAD_INSTANCES, MAX_WASM_STACK, engine_config};
 pub use host::LOG_BUDGET_BYTES;
 pub use run::{GUEST_WORKSPACE, OUTPUT_PIPE_BYTES, RawOutput, RunContext, ToolFailure};
 pub use state::MAX_HANDLES;
@@ -86,6 +86,8 @@ pub struct Sandbox {
     cache: cache::Cache,
     workspace: PathBuf,
     limits: Limits,
+    /// One permit per call instance the pool holds (`limits.max_instances`).
+    slots: tokio::sync::Semaphore,
 }
 
 impl fmt::Debug for Sandbox {
@@ -115,6 +117,7 @@ impl Sandbox {
             cache,
             workspace: workspace.to_owned(),
             limits: limits.clone(),
+            slots: tokio::sync::Semaphore::new(limits.max_instances as usize),
         })
     }
 

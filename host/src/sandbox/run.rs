@@ -246,6 +246,21 @@ pub(super) async fn invoke(
     let tool = call.tool();
     let timeout = sandbox.limits.timeout_for(tool.spec.timeout_ms);
     let fuel = sandbox.limits.fuel;
+    // Beyond `max_instances` calls in flight, a call waits for an instance
+    // (still cancellable) rather than failing; the wait is not run time.
+    let _slot = tokio::select! {
+        biased;
+        _ = cx.cancel.cancelled() => {
+            return Execution {
+                result: Err(CallError::new(
+                    ErrorCode::Cancelled,
+                    "the call was cancelled while waiting for a free sandbox; it did not run",
+                )),
+                fuel_used: None,
+            };
+        }
+        slot = sandbox.slots.acquire() => slot,
+    };
     let host = HostState {
         tool: tool.spec.name.clone(),
         call_id: cx.call_id.to_string(),

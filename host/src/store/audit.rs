@@ -1,6 +1,6 @@
 //! The `audit` table: append-only, each row chained to the one before.
 
-use super::{Store, StoreError};
+use super::{ExecutionRow, Store, StoreError};
 use rusqlite::{TransactionBehavior, params};
 
 /// The chain's first `prev_hash`.
@@ -36,12 +36,16 @@ pub struct AuditFilter {
 }
 
 impl Store {
-    /// Appends `rows` in one transaction, chaining each to the last stored
-    /// record with `hash(seq, row, prev_hash)`.
-    pub fn append_audit(
+    /// Appends audit `rows` and `executions` in one transaction (one
+    /// commit, one fsync for however many calls the batch holds), chaining
+    /// each audit row to the last stored one with `hash(seq, row, prev_hash)`.
+    /// The chain's tail is read inside the transaction, so several processes
+    /// appending to one file still build one chain.
+    pub fn append(
         &self,
         rows: &[NewAuditRow],
         hash: &dyn Fn(i64, &NewAuditRow, &str) -> String,
+        executions: &[ExecutionRow],
     ) -> Result<(), StoreError> {
         let mut conn = self.conn();
         let tx = conn
@@ -58,16 +62,48 @@ impl Store {
                 other => Err(other),
             })
             .map_err(|e| self.error(e))?;
-        for row in rows {
-            seq += 1;
-            let digest = hash(seq, row, &prev);
-            tx.execute(
-                "INSERT INTO audit (seq, ts_ms, call_id, session, tool, kind, data, prev_hash, hash) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                params![seq, row.ts_ms, row.call_id, row.session, row.tool, row.kind, row.data, prev, digest],
-            )
-            .map_err(|e| self.error(e))?;
-            prev = digest;
+        {
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT INTO audit (seq, ts_ms, call_id, session, tool, kind, data, prev_hash, hash) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                )
+                .map_err(|e| self.error(e))?;
+            for row in rows {
+                seq += 1;
+                let digest = hash(seq, row, &prev);
+                insert
+                    .execute(params![
+                        seq,
+                        row.ts_ms,
+                        row.call_id,
+                        row.session,
+                        row.tool,
+                        row.kind,
+                        row.data,
+                        prev,
+                        digest
+                    ])
+                    .map_err(|e| self.error(e))?;
+                prev = digest;
+            }
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT INTO executions (session, tool, args_digest, duration_us, ts_ms) \
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                )
+                .map_err(|e| self.error(e))?;
+            for e in executions {
+                insert
+                    .execute(params![
+                        e.session,
+                        e.tool,
+                        e.args_digest,
+                        e.duration_us,
+                        e.ts_ms
+                    ])
+                    .map_err(|e| self.error(e))?;
+            }
         }
         tx.commit().map_err(|e| self.error(e))
     }

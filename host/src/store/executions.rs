@@ -4,47 +4,45 @@
 use super::{Store, StoreError};
 use rusqlite::params;
 
-/// What a session has executed so far.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ExecutionTotals {
+/// One call that ran.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExecutionRow {
+    pub session: String,
+    pub tool: String,
+    pub args_digest: String,
+    pub duration_us: i64,
+    pub ts_ms: i64,
+}
+
+/// How often a session ran one tool with one set of arguments, and for how long.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExecutionGroup {
+    pub tool: String,
+    pub args_digest: String,
     pub calls: i64,
-    pub run_us: i64,
-    pub tool_calls: i64,
-    pub same_args: i64,
+    pub duration_us: i64,
 }
 
 impl Store {
-    pub fn record_execution(
-        &self,
-        session: &str,
-        tool: &str,
-        digest: &str,
-        duration_us: i64,
-        ts_ms: i64,
-    ) -> Result<(), StoreError> {
-        self.conn()
-            .execute(
-                "INSERT INTO executions (session, tool, args_digest, duration_us, ts_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![session, tool, digest, duration_us, ts_ms],
+    /// Everything `session` has executed, grouped by tool and arguments.
+    pub fn session_executions(&self, session: &str) -> Result<Vec<ExecutionGroup>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT tool, args_digest, count(*), coalesce(sum(duration_us), 0) \
+                 FROM executions WHERE session = ?1 GROUP BY tool, args_digest",
             )
-            .map(drop)
-            .map_err(|e| self.error(e))
-    }
-
-    pub fn execution_totals(
-        &self,
-        session: &str,
-        tool: &str,
-        digest: &str,
-    ) -> Result<ExecutionTotals, StoreError> {
-        self.conn()
-            .query_row(
-                "SELECT count(*), coalesce(sum(duration_us), 0), \
-                        coalesce(sum(tool = ?2), 0), coalesce(sum(tool = ?2 AND args_digest = ?3), 0) \
-                 FROM executions WHERE session = ?1",
-                params![session, tool, digest],
-                |r| Ok(ExecutionTotals { calls: r.get(0)?, run_us: r.get(1)?, tool_calls: r.get(2)?, same_args: r.get(3)? }),
-            )
-            .map_err(|e| self.error(e))
+            .map_err(|e| self.error(e))?;
+        let rows = stmt
+            .query_map(params![session], |r| {
+                Ok(ExecutionGroup {
+                    tool: r.get(0)?,
+                    args_digest: r.get(1)?,
+                    calls: r.get(2)?,
+                    duration_us: r.get(3)?,
+                })
+            })
+            .map_err(|e| self.error(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.error(e))
     }
 }

@@ -12,7 +12,7 @@ mod executions;
 
 pub use approvals::{ApprovalRow, ApprovalState, Binding, Consumed};
 pub use audit::{AuditFilter, AuditRow, GENESIS, NewAuditRow};
-pub use executions::ExecutionTotals;
+pub use executions::ExecutionRow;
 
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
@@ -124,6 +124,20 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Commits on this connection stop waiting for the disk (WAL with
+    /// `synchronous = NORMAL`): a crashed process loses nothing committed, a
+    /// power loss may lose the last commits, the file stays consistent.
+    pub fn relax_durability(&self) -> Result<(), StoreError> {
+        self.conn()
+            .pragma_update(None, "synchronous", "NORMAL")
+            .map_err(|e| self.error(e))
+    }
+
+    /// A second connection to the same database, for a thread of its own.
+    pub fn connect_again(&self) -> Result<Store, StoreError> {
+        Store::open(self.path.parent().unwrap_or(Path::new(".")))
     }
 
     fn conn(&self) -> MutexGuard<'_, Connection> {

@@ -231,8 +231,10 @@ pub struct Tool {
     name: String,
     title: String,
     description: String,
-    input: Value,
-    output: Value,
+    /// Derived only when the spec is asked for (at load): every call runs
+    /// in a fresh instance, so anything computed here is paid per call.
+    input: fn() -> Value,
+    output: fn() -> Value,
     effects: Effects,
     risk: Risk,
     filesystem: Filesystem,
@@ -259,8 +261,8 @@ impl Tool {
             name: name.into(),
             title: name.into(),
             description: description.into(),
-            input: input_schema::<A>(),
-            output: output_schema::<R::Value>(),
+            input: input_schema::<A>,
+            output: output_schema::<R::Value>,
             effects: Effects::empty(),
             risk: Risk::Normal,
             filesystem: Filesystem::None,
@@ -320,13 +322,13 @@ impl Tool {
     }
 
     /// The derived JSON Schema of the arguments.
-    pub fn input_schema(&self) -> &Value {
-        &self.input
+    pub fn input_schema(&self) -> Value {
+        (self.input)()
     }
 
     /// The derived JSON Schema of the result.
-    pub fn output_schema(&self) -> &Value {
-        &self.output
+    pub fn output_schema(&self) -> Value {
+        (self.output)()
     }
 
     /// Runs the tool on `args_json` as the host would. Meant for unit tests
@@ -340,8 +342,8 @@ impl Tool {
             name: self.name.clone(),
             title: self.title.clone(),
             description: self.description.clone(),
-            input_schema: self.input.to_string(),
-            output_schema: Some(self.output.to_string()),
+            input_schema: self.input_schema().to_string(),
+            output_schema: Some(self.output_schema().to_string()),
             effects: self.effects,
             risk: self.risk,
             filesystem: self.filesystem,

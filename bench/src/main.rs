@@ -1,0 +1,493 @@
+//! `make bench`: what governance costs, measured against the floor.
+//!
+//! Prints, in one run, medians and p99s of: (1) bare wasmtime, a pooled
+//! instantiate + call + drop of `calc`; (2) the same call through the whole
+//! governed pipeline in-process, audit on; (3) their ratio; (4) governed
+//! calls per second on all cores; (5) startup with 1, 10 and 50 plugins,
+//! cold and warm; (6) a batch of 8 read-only calls against the same 8 run
+//! serially; (7) `tools/call` round trips over MCP stdio with a bare
+//! JSON-RPC client; (8) peak RSS during 1,000 concurrent in-flight calls.
+//! The figures also go to `target/bench/bench-<unix ms>.json`, so two runs
+//! can be compared. Timing belongs here, never in test assertions.
+//!
+//! `BENCH_SCALE` (default 1) multiplies the iteration counts; `BENCH_ROWS`
+//! (e.g. `1,2,7`) runs only those rows.
+
+mod bare;
+mod mcp;
+
+use serde_json::{Map, Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use toolwarden::{CallRequest, ConfigBuilder, Controller, Status, Tracing};
+use toolwarden_tests::{CALC, FS, HOSTILE, NUMBERED};
+
+/// Every tool allowed, duplicates allowed (the benchmark repeats calls), and
+/// room for I/O-bound calls to overlap.
+const CONFIG: &str = r#"
+[limits]
+timeout_ms = 60000
+
+[budget]
+allow_duplicate_calls = true
+
+[scheduler]
+max_parallel = 8
+
+[[rule]]
+tools = ["*"]
+decision = "allow"
+reason = "the benchmark allows everything"
+"#;
+
+const CALC_ARGS: &str = r#"{"op":"mul","a":6,"b":7}"#;
+const READ_ARGS: &str = r#"{"path":"small.txt"}"#;
+
+struct Summary {
+    median_us: f64,
+    p99_us: f64,
+    n: usize,
+}
+
+fn summarize(mut samples: Vec<Duration>) -> Summary {
+    samples.sort();
+    let at = |q: f64| {
+        let i = ((samples.len() as f64 - 1.0) * q).round() as usize;
+        samples[i].as_secs_f64() * 1e6
+    };
+    Summary {
+        median_us: at(0.5),
+        p99_us: at(0.99),
+        n: samples.len(),
+    }
+}
+
+impl Summary {
+    fn json(&self) -> Value {
+        json!({ "median_us": round(self.median_us), "p99_us": round(self.p99_us), "n": self.n })
+    }
+
+    fn line(&self, what: &str) {
+        println!(
+            "{what:<58} median {:>9.1} µs   p99 {:>9.1} µs   (n={})",
+            self.median_us, self.p99_us, self.n
+        );
+    }
+}
+
+fn round(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+/// A host in a temp dir: workspace, plugins, state.
+struct Host {
+    _root: tempfile::TempDir,
+    workspace: PathBuf,
+    plugins: PathBuf,
+    state: PathBuf,
+}
+
+impl Host {
+    fn new(plugins: &[&str]) -> Host {
+        let root = tempfile::tempdir().expect("temp dir");
+        let host = Host {
+            workspace: root.path().join("workspace"),
+            plugins: root.path().join("plugins"),
+            state: root.path().join("state"),
+            _root: root,
+        };
+        for dir in [&host.workspace, &host.plugins, &host.state] {
+            std::fs::create_dir_all(dir).expect("mkdir");
+        }
+        std::fs::write(host.workspace.join("small.txt"), "hello, governed world\n").expect("write");
+        std::fs::write(host.workspace.join("toolwarden.toml"), CONFIG).expect("write");
+        for plugin in plugins {
+            let path = Path::new(plugin);
+            std::fs::copy(
+                path,
+                host.plugins.join(path.file_name().expect("file name")),
+            )
+            .expect("copy plugin");
+        }
+        host
+    }
+
+    fn controller(&self) -> Controller {
+        let config = ConfigBuilder::new(&self.workspace)
+            .plugins_dir(&self.plugins)
+            .state_dir(&self.state)
+            .config_text(CONFIG)
+            .build()
+            .expect("config");
+        Controller::new(config).expect("host starts")
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+fn governed_calls(host: &Controller, tool: &str, args: &str, n: usize) -> Vec<Duration> {
+    let rt = runtime();
+    let once = || {
+        let started = Instant::now();
+        let result = rt.block_on(host.handle(CallRequest::new(tool, args)));
+        let elapsed = started.elapsed();
+        assert_eq!(result.status, Status::Ok, "{result:?}");
+        elapsed
+    };
+    (0..n / 10).for_each(|_| {
+        once();
+    });
+    (0..n).map(|_| once()).collect()
+}
+
+/// Where a governed call's time goes: the median of each pipeline step
+/// over traced calls (tracing itself adds a little).
+fn print_steps(host: &Controller) {
+    let rt = runtime();
+    let mut steps: Vec<(&'static str, Vec<u64>)> = Vec::new();
+    let mut totals = Vec::new();
+    for _ in 0..2000 {
+        let mut request = CallRequest::new("calc", CALC_ARGS);
+        request.tracing = Tracing::Steps;
+        let result = rt.block_on(host.handle(request));
+        totals.push(result.duration_us);
+        for step in result.trace {
+            match steps.iter_mut().find(|(name, _)| *name == step.step) {
+                Some((_, samples)) => samples.push(step.us),
+                None => steps.push((step.step, vec![step.us])),
+            }
+        }
+    }
+    let median = |v: &mut Vec<u64>| {
+        v.sort_unstable();
+        v[v.len() / 2]
+    };
+    let line: Vec<String> = steps
+        .iter_mut()
+        .map(|(name, samples)| format!("{name} {}", median(samples)))
+        .collect();
+    println!(
+        "   steps (median µs, traced): {} · whole call {}",
+        line.join(", "),
+        median(&mut totals)
+    );
+}
+
+/// Calls per second with `tasks` concurrent callers for `for_how_long`.
+fn throughput(host: Arc<Controller>, tool: &str, args: &str, for_how_long: Duration) -> f64 {
+    let rt = runtime();
+    let tasks = 4 * cores();
+    let done = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    rt.block_on(async {
+        let handles: Vec<_> = (0..tasks)
+            .map(|_| {
+                let (host, done) = (Arc::clone(&host), Arc::clone(&done));
+                let (tool, args) = (tool.to_owned(), args.to_owned());
+                tokio::spawn(async move {
+                    while started.elapsed() < for_how_long {
+                        let r = host.handle(CallRequest::new(&tool, &args)).await;
+                        assert_eq!(r.status, Status::Ok, "{r:?}");
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
+                })
+            })
+            .collect();
+        futures::future::join_all(handles).await;
+    });
+    done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// `n` distinct plugins made from the `numbered` template.
+fn numbered_plugins(dir: &Path, n: usize) {
+    let template = std::fs::read(NUMBERED).expect("numbered fixture");
+    let slot = b"numbered_tool_00000";
+    let at = template
+        .windows(slot.len())
+        .position(|w| w == slot)
+        .expect("the name slot is in the component");
+    for i in 0..n {
+        let mut copy = template.clone();
+        copy[at..at + slot.len()].copy_from_slice(format!("numbered_tool_{i:05}").as_bytes());
+        std::fs::write(dir.join(format!("numbered_{i:05}.wasm")), copy).expect("write plugin");
+    }
+}
+
+fn startup(n: usize) -> (Duration, Duration) {
+    let host = Host::new(&[]);
+    numbered_plugins(&host.plugins, n);
+    let started = Instant::now();
+    let cold = host.controller();
+    let cold_time = started.elapsed();
+    assert_eq!(cold.registry().tools().count(), n);
+    drop(cold);
+    let started = Instant::now();
+    let warm = host.controller();
+    let warm_time = started.elapsed();
+    assert_eq!(warm.registry().tools().count(), n);
+    (cold_time, warm_time)
+}
+
+fn batch_vs_serial(host: &Controller, tool: &str, args: &[String]) -> (Duration, Duration) {
+    let rt = runtime();
+    let requests = || {
+        args.iter()
+            .map(|a| CallRequest::new(tool, a))
+            .collect::<Vec<_>>()
+    };
+    let started = Instant::now();
+    for r in requests() {
+        let result = rt.block_on(host.handle(r));
+        assert_eq!(result.status, Status::Ok, "{result:?}");
+    }
+    let serial = started.elapsed();
+    let started = Instant::now();
+    let results = rt.block_on(host.handle_batch(requests()));
+    let batch = started.elapsed();
+    assert!(results.iter().all(|r| r.status == Status::Ok));
+    (batch, serial)
+}
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Peak RSS (sampled every 5 ms) while `n` calls are in flight at once.
+fn peak_rss_in_flight(host: Arc<Controller>, n: usize) -> (u64, u64, u64) {
+    let rt = runtime();
+    let before = rss_kib();
+    let running = Arc::new(AtomicBool::new(true));
+    let peak = Arc::new(AtomicU64::new(before));
+    let sampler = {
+        let (running, peak) = (Arc::clone(&running), Arc::clone(&peak));
+        std::thread::spawn(move || {
+            while running.load(Ordering::Relaxed) {
+                peak.fetch_max(rss_kib(), Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+    };
+    rt.block_on(async {
+        let calls = (0..n).map(|i| {
+            let host = Arc::clone(&host);
+            // Distinct arguments, so each call is its own call.
+            let args = format!(r#"{{"ms":{}}}"#, 200 + i % 7);
+            async move { host.handle(CallRequest::new("hostile_sleep", args)).await }
+        });
+        let results = futures::future::join_all(calls).await;
+        let failed: Vec<_> = results.iter().filter(|r| r.status != Status::Ok).collect();
+        assert!(
+            failed.is_empty(),
+            "{} calls failed: {:?}",
+            failed.len(),
+            failed.first()
+        );
+    });
+    running.store(false, Ordering::Relaxed);
+    sampler.join().expect("sampler");
+    (before, peak.load(Ordering::Relaxed), rss_kib())
+}
+
+fn rustc_version() -> String {
+    std::process::Command::new("rustc")
+        .arg("--version")
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn main() {
+    let scale: usize = std::env::var("BENCH_SCALE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    let rows: Option<Vec<u32>> = std::env::var("BENCH_ROWS")
+        .ok()
+        .map(|s| s.split(',').filter_map(|r| r.trim().parse().ok()).collect());
+    let want = |row: u32| rows.as_ref().is_none_or(|r| r.contains(&row));
+    let mut out = Map::new();
+    let cores = cores();
+    println!(
+        "toolwarden {} · wasmtime 48.0.8 · {} · {cores} cores",
+        env!("CARGO_PKG_VERSION"),
+        rustc_version()
+    );
+    out.insert(
+        "machine".into(),
+        json!({ "cores": cores, "toolwarden": env!("CARGO_PKG_VERSION"), "wasmtime": "48.0.8", "rustc": rustc_version() }),
+    );
+
+    let host = Host::new(&[CALC, FS, HOSTILE]);
+    let controller = Arc::new(host.controller());
+    if want(1) || want(2) || want(3) {
+        let calc_wasm = std::fs::read(CALC).expect("calc plugin (build the tests crate first)");
+        let bare = summarize(bare::sync_calls(&calc_wasm, 5000 * scale));
+        bare.line("1. bare wasmtime: instantiate + call + drop (calc)");
+        let bare_async = summarize(bare::async_calls(&calc_wasm, 5000 * scale));
+        bare_async.line("   the same, wasmtime async API (as the host calls)");
+        let governed = summarize(governed_calls(&controller, "calc", CALC_ARGS, 5000 * scale));
+        governed.line("2. governed pipeline, in-process, audit on (calc)");
+        print_steps(&controller);
+        let ratio = governed.median_us / bare.median_us;
+        println!("3. governed / bare (medians)                                {ratio:>9.2}x");
+        let read = summarize(governed_calls(
+            &controller,
+            "read_file",
+            READ_ARGS,
+            2000 * scale,
+        ));
+        read.line("   governed read_file of a small file");
+        out.insert("bare".into(), bare.json());
+        out.insert("bare_async".into(), bare_async.json());
+        out.insert("governed".into(), governed.json());
+        out.insert(
+            "governed_over_bare_ratio".into(),
+            json!(round(ratio * 100.0) / 100.0),
+        );
+        out.insert("governed_read_file".into(), read.json());
+    }
+    if want(4) {
+        throughput_row(&controller, cores, &mut out);
+    }
+    if want(5) {
+        startup_row(&mut out);
+    }
+    if want(6) {
+        batch_row(&controller, &mut out);
+    }
+    if want(7) {
+        mcp_row(scale, &mut out);
+    }
+    if want(8) {
+        rss_row(&controller, &mut out);
+    }
+    write_json(out);
+}
+
+fn throughput_row(controller: &Arc<Controller>, cores: usize, out: &mut Map<String, Value>) {
+    let seconds = Duration::from_secs(2);
+    let calc_rate = throughput(Arc::clone(controller), "calc", CALC_ARGS, seconds);
+    let read_rate = throughput(Arc::clone(controller), "read_file", READ_ARGS, seconds);
+    println!(
+        "4. governed calls/s on {cores} cores: calc {calc_rate:>9.0}   read_file {read_rate:>9.0}"
+    );
+    out.insert(
+        "calls_per_second".into(),
+        json!({ "calc": calc_rate.round(), "read_file": read_rate.round() }),
+    );
+}
+
+fn startup_row(out: &mut Map<String, Value>) {
+    let mut startups = Map::new();
+    for n in [1, 10, 50] {
+        let (cold, warm) = startup(n);
+        println!(
+            "5. startup to ready, {n:>2} plugins: cold {:>9.1} ms   warm {:>7.2} ms",
+            cold.as_secs_f64() * 1e3,
+            warm.as_secs_f64() * 1e3
+        );
+        startups.insert(
+            format!("{n}_plugins"),
+            json!({ "cold_ms": round(cold.as_secs_f64() * 1e3), "warm_ms": round(warm.as_secs_f64() * 1e3) }),
+        );
+    }
+    out.insert("startup".into(), Value::Object(startups));
+}
+
+fn batch_row(controller: &Controller, out: &mut Map<String, Value>) {
+    let sleeps: Vec<String> = (0..8).map(|i| format!(r#"{{"ms":{}}}"#, 50 + i)).collect();
+    let (batch, serial) = batch_vs_serial(controller, "hostile_sleep", &sleeps);
+    let speedup = serial.as_secs_f64() / batch.as_secs_f64();
+    println!(
+        "6. 8 I/O-bound calls (50 ms waits): batch {:>7.1} ms   serial {:>7.1} ms   {speedup:.1}x",
+        batch.as_secs_f64() * 1e3,
+        serial.as_secs_f64() * 1e3
+    );
+    let reads: Vec<String> = (0..8).map(|_| READ_ARGS.to_owned()).collect();
+    let (read_batch, read_serial) = batch_vs_serial(controller, "read_file", &reads);
+    let read_speedup = read_serial.as_secs_f64() / read_batch.as_secs_f64();
+    println!(
+        "   8 small read_file calls:         batch {:>7.2} ms   serial {:>7.2} ms   {read_speedup:.1}x",
+        read_batch.as_secs_f64() * 1e3,
+        read_serial.as_secs_f64() * 1e3
+    );
+    out.insert(
+        "batch_of_8".into(),
+        json!({
+            "io_bound": { "batch_ms": round(batch.as_secs_f64() * 1e3), "serial_ms": round(serial.as_secs_f64() * 1e3), "speedup": round(speedup) },
+            "read_file": { "batch_ms": round(read_batch.as_secs_f64() * 1e3), "serial_ms": round(read_serial.as_secs_f64() * 1e3), "speedup": round(read_speedup) },
+        }),
+    );
+}
+
+fn mcp_row(scale: usize, out: &mut Map<String, Value>) {
+    let binary = std::env::current_exe()
+        .expect("own path")
+        .with_file_name("toolwarden");
+    let mcp_host = Host::new(&[CALC]);
+    let mut server = mcp::Server::start(
+        &binary,
+        &mcp_host.plugins,
+        &mcp_host.workspace,
+        &mcp_host.state,
+    );
+    let round_trip = summarize(server.round_trips(
+        "calc",
+        serde_json::from_str(CALC_ARGS).expect("JSON"),
+        3000 * scale,
+    ));
+    drop(server);
+    round_trip.line("7. MCP stdio tools/call round trip (bare JSON-RPC client)");
+    out.insert("mcp_stdio_round_trip".into(), round_trip.json());
+}
+
+fn rss_row(controller: &Arc<Controller>, out: &mut Map<String, Value>) {
+    let (before, peak, after) = peak_rss_in_flight(Arc::clone(controller), 1000);
+    println!(
+        "8. RSS with 1000 calls in flight: before {} MiB, peak {} MiB, after {} MiB",
+        before >> 10,
+        peak >> 10,
+        after >> 10
+    );
+    out.insert(
+        "rss_1000_in_flight".into(),
+        json!({ "before_mib": before >> 10, "peak_mib": peak >> 10, "after_mib": after >> 10 }),
+    );
+}
+
+fn write_json(out: Map<String, Value>) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench");
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let file = dir.join(format!("bench-{stamp}.json"));
+    let written = std::fs::create_dir_all(&dir).and_then(|()| {
+        std::fs::write(
+            &file,
+            serde_json::to_string_pretty(&Value::Object(out)).unwrap_or_default(),
+        )
+    });
+    match written {
+        Ok(()) => println!("figures written to {}", file.display()),
+        Err(e) => eprintln!("cannot write {}: {e}", file.display()),
+    }
+}

@@ -1,0 +1,220 @@
+//! The writer: one thread that appends audit records (and the executions
+//! budgets count) in group commits.
+//!
+//! Calls hand their events over a channel; the thread takes everything
+//! queued, redacts and serializes it, and appends it in one transaction, so
+//! one fsync serves every call that finished meanwhile. Whether a call waits
+//! for that commit is the [`Durability`]: with `Sync` nothing runs until its
+//! trail is on disk; with `Batched` (the default) the call goes on and the
+//! commit follows within one batch. Dropping the writer commits what is
+//! queued before it returns, so an orderly exit loses nothing.
+
+use super::{Event, Subject, record_hash};
+use crate::audit::Redactor;
+use crate::store::{ExecutionRow, NewAuditRow, Store, now_ms};
+use std::sync::Mutex;
+use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Jobs one transaction takes at most; more wait for the next one.
+const MAX_BATCH: usize = 4096;
+/// With `Batched`, how long the writer lets a batch fill before committing:
+/// one commit then serves every call of that window, not one each.
+const BATCH_WINDOW: Duration = Duration::from_millis(2);
+
+/// When an audit append is on disk, relative to the call that made it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// Each call waits for its records' commit (shared with whatever else is
+    /// queued): nothing runs unless its trail is on disk.
+    Sync,
+    /// Calls go on; the writer commits every few milliseconds, without
+    /// waiting for the disk (SQLite `synchronous = NORMAL`). A crash of the
+    /// process (not an orderly exit) can lose the records of the last
+    /// batch, a power loss those since the last checkpoint; never the
+    /// chain's integrity.
+    #[default]
+    Batched,
+}
+
+struct Job {
+    subject: Subject,
+    events: Vec<Event>,
+    execution: Option<ExecutionRow>,
+    ts_ms: i64,
+    done: Option<SyncSender<Result<(), String>>>,
+}
+
+pub(super) struct Writer {
+    sender: Mutex<Option<Sender<Job>>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Writer")
+    }
+}
+
+impl Writer {
+    /// Starts the thread; `store` is its own connection to the database.
+    pub fn start(
+        store: Store,
+        redactor: Redactor,
+        durability: Durability,
+    ) -> std::io::Result<Writer> {
+        let (sender, receiver) = channel();
+        let window = match durability {
+            Durability::Sync => Duration::ZERO,
+            Durability::Batched => {
+                if let Err(e) = store.relax_durability() {
+                    tracing::warn!("audit writes stay fully synchronous: {e}");
+                }
+                BATCH_WINDOW
+            }
+        };
+        let thread = std::thread::Builder::new()
+            .name("toolwarden-audit".into())
+            .spawn(move || write_batches(&store, &redactor, &receiver, window))?;
+        Ok(Writer {
+            sender: Mutex::new(Some(sender)),
+            thread: Mutex::new(Some(thread)),
+        })
+    }
+
+    /// Queues the records; with `wait`, returns once they are committed.
+    pub fn submit(
+        &self,
+        subject: &Subject,
+        events: Vec<Event>,
+        execution: Option<ExecutionRow>,
+        wait: bool,
+    ) -> Result<(), String> {
+        let (done, committed) = if wait {
+            let (tx, rx) = sync_channel(1);
+            (Some(tx), Some(rx))
+        } else {
+            (None, None)
+        };
+        let job = Job {
+            subject: subject.clone(),
+            events,
+            execution,
+            ts_ms: now_ms(),
+            done,
+        };
+        let sent = self
+            .sender
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .as_ref()
+            .map(|s| s.send(job).is_ok());
+        if sent != Some(true) {
+            return Err("the audit writer has stopped".into());
+        }
+        match committed {
+            Some(rx) => rx
+                .recv()
+                .unwrap_or_else(|_| Err("the audit writer stopped before the commit".into())),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Writer {
+    /// Returns once everything queued before the call is committed.
+    pub fn flush(&self) -> Result<(), String> {
+        let nobody = Subject {
+            call_id: String::new(),
+            session: String::new(),
+            tool: String::new(),
+        };
+        self.submit(&nobody, Vec::new(), None, true)
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        // Closing the channel lets the thread commit what is queued and end.
+        drop(
+            self.sender
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .take(),
+        );
+        let thread = self
+            .thread
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(thread) = thread
+            && thread.join().is_err()
+        {
+            tracing::error!("the audit writer panicked; records queued at the end may be missing");
+        }
+    }
+}
+
+fn rows_of(job: &mut Job, redactor: &Redactor) -> Vec<NewAuditRow> {
+    job.events
+        .iter_mut()
+        .map(|event| {
+            match event {
+                Event::Call { args, .. } => *args = redactor.redact(args),
+                Event::Outcome {
+                    value: Some(value), ..
+                } => *value = redactor.redact(value),
+                _ => {}
+            }
+            NewAuditRow {
+                ts_ms: job.ts_ms,
+                call_id: job.subject.call_id.clone(),
+                session: job.subject.session.clone(),
+                tool: job.subject.tool.clone(),
+                kind: event.kind().to_owned(),
+                data: serde_json::to_string(event)
+                    .unwrap_or_else(|e| format!("{{\"unserializable\":\"{e}\"}}")),
+            }
+        })
+        .collect()
+}
+
+fn write_batches(store: &Store, redactor: &Redactor, receiver: &Receiver<Job>, window: Duration) {
+    // Idle, the thread waits on the channel; busy, it sleeps through the
+    // window instead, so that senders find nobody to wake (a wake is a
+    // syscall and a context switch per call).
+    while let Ok(first) = receiver.recv() {
+        if !window.is_zero() {
+            std::thread::sleep(window);
+        }
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match receiver.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        let mut rows = Vec::new();
+        let mut executions = Vec::new();
+        for job in &mut batch {
+            rows.extend(rows_of(job, redactor));
+            executions.extend(job.execution.take());
+        }
+        let result = store
+            .append(&rows, &record_hash, &executions)
+            .map_err(|e| e.to_string());
+        if let Err(e) = &result {
+            tracing::error!(
+                records = rows.len(),
+                executions = executions.len(),
+                "cannot write to the audit log: {e}"
+            );
+        }
+        for job in batch {
+            if let Some(done) = job.done {
+                let _ = done.send(result.clone());
+            }
+        }
+    }
+}
