@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use toolwarden::{CallRequest, ConfigBuilder, Controller, Status, Tracing};
+use toolwarden::{AuditFilter, CallRequest, ConfigBuilder, Controller, Status, Tracing};
 use toolwarden_tests::{CALC, FS, HOSTILE, NUMBERED};
 
 /// Every tool allowed, duplicates allowed (the benchmark repeats calls), and
@@ -178,6 +178,18 @@ fn print_steps(host: &Controller) {
         line.join(", "),
         median(&mut totals)
     );
+}
+
+/// Waits until the audit writer has committed every queued record, so its
+/// work does not land in the next row's figures.
+fn settle(host: &Controller) {
+    let last = AuditFilter {
+        limit: Some(1),
+        ..AuditFilter::default()
+    };
+    if let Err(e) = host.records().audit(&last) {
+        eprintln!("cannot settle the audit log: {e}");
+    }
 }
 
 /// Calls per second with `tasks` concurrent callers for `for_how_long`.
@@ -367,6 +379,7 @@ fn main() {
     }
     if want(4) {
         throughput_row(&controller, cores, &mut out);
+        settle(&controller);
     }
     if want(5) {
         startup_row(&mut out);

@@ -37,8 +37,10 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::net::unix::pipe;
 
 /// How long a person has to answer an approval elicitation; no answer means
 /// nothing runs (the approval stays pending for `toolwarden approvals`).
@@ -50,6 +52,19 @@ pub struct Server {
     host: Arc<Controller>,
     session: SessionId,
     peers: watch::Peers,
+}
+
+/// stdin and stdout as async pipes, when they are pipes (as when a client
+/// starts the server). tokio's `Stdin` hands every read to its blocking
+/// thread pool, a thread hop per message that cost more than the whole
+/// governed call; a pipe waits on the reactor instead. Anything else (a
+/// terminal, a file, a socket) keeps tokio's stdio.
+fn stdio_pipes() -> Option<(pipe::Receiver, pipe::Sender)> {
+    let file =
+        |fd: std::os::fd::BorrowedFd<'_>| fd.try_clone_to_owned().ok().map(std::fs::File::from);
+    let input = pipe::Receiver::from_file(file(std::io::stdin().as_fd())?).ok()?;
+    let output = pipe::Sender::from_file(file(std::io::stdout().as_fd())?).ok()?;
+    Some((input, output))
 }
 
 impl Server {
@@ -77,10 +92,11 @@ impl Server {
             Arc::clone(&self.host),
             Arc::clone(&self.peers),
         ));
-        let running = self
-            .serve(rmcp::transport::stdio())
-            .await
-            .map_err(|e| e.to_string())?;
+        let running = match stdio_pipes() {
+            Some(pipes) => self.serve(pipes).await,
+            None => self.serve(rmcp::transport::stdio()).await,
+        }
+        .map_err(|e| e.to_string())?;
         let ended = running.waiting().await.map_err(|e| e.to_string());
         watcher.abort();
         ended.map(drop)
