@@ -229,6 +229,14 @@ impl Controller {
         results
     }
 
+    /// Refuses a call before the pipeline sees it (a front end found it
+    /// unusable, e.g. a replayed MCP request state), recorded like any other
+    /// refusal.
+    pub(crate) fn refuse(&self, request: CallRequest, error: CallError) -> CallResult {
+        let trail = Trail::new(request.tracing);
+        self.finish(request, trail, Err(error), Instant::now())
+    }
+
     /// Records how a call ended and freezes its result.
     fn finish(
         &self,

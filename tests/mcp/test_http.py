@@ -83,3 +83,39 @@ async def test_http_without_the_token_or_with_a_foreign_host_is_refused(http_ser
     assert post(http_server, {"Authorization": "Bearer wrong"}) == 401
     assert post(http_server, {"Authorization": f"Bearer {TOKEN}", "Host": "evil.example"}) == 403
     assert post(http_server, {"Authorization": f"Bearer {TOKEN}"}) == 200
+
+
+
+def test_a_dropped_http_request_stops_the_running_component(host, http_server):
+    """A 2026-07-28 request is self-contained: when its client goes away, the
+    call is cancelled (a legacy session's stream may be resumed, so there a
+    disconnect is not a cancellation; `notifications/cancelled` is)."""
+    import http.client
+    from urllib.parse import urlparse
+
+    url = urlparse(http_server)
+    calling = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+    body = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "hostile_spin", "arguments": {},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+                  "io.modelcontextprotocol/clientCapabilities": {}}}}).encode()
+    started = time.monotonic()
+    calling.putrequest("POST", "/mcp")
+    for name, value in {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                        "Authorization": f"Bearer {TOKEN}", "MCP-Protocol-Version": "2026-07-28",
+                        "Mcp-Method": "tools/call", "Mcp-Name": "hostile_spin",
+                        "Content-Length": str(len(body))}.items():
+        calling.putheader(name, value)
+    calling.endheaders(body)
+    time.sleep(0.5)
+    calling.sock.close()  # the client goes away mid-call
+    dropped = time.monotonic()
+    outcome = None
+    while time.monotonic() < dropped + 10 and outcome is None:
+        outcome = next((r for r in host.audit("hostile_spin") if r["kind"] == "outcome"), None)
+        time.sleep(0.1)
+    assert outcome is not None, "the spinning call never ended"
+    assert outcome["data"]["code"] == "CANCELLED", outcome
+    # It ended about when the request was dropped, not at its 30 s deadline.
+    assert outcome["data"]["duration_us"] < (dropped - started + 2) * 1e6

@@ -85,7 +85,14 @@ pub async fn serve(host: Arc<Controller>, options: HttpOptions) -> Result<(), St
     config
         .allowed_hosts
         .extend(options.allowed_hosts.iter().cloned());
-    let factory = move || Ok(Server::with_peers(Arc::clone(&host), Arc::clone(&peers)));
+    let states = super::input::RequestStates::default();
+    let factory = move || {
+        Ok(Server::with_peers(
+            Arc::clone(&host),
+            Arc::clone(&peers),
+            states.clone(),
+        ))
+    };
     let service =
         StreamableHttpService::new(factory, LocalSessionManager::default().into(), config);
     let mut router = axum::Router::new().nest_service("/mcp", service);

@@ -16,6 +16,7 @@
 
 mod convert;
 mod http;
+mod input;
 mod watch;
 
 pub use http::{Exposure, HttpOptions};
@@ -31,9 +32,9 @@ use crate::call::{CallRequest, Progress, ProgressSink, SessionId};
 use crate::controller::Controller;
 use crate::outcome::{CallResult, ErrorCode};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ElicitRequestParams, ElicitationAction,
-    ElicitationSchema, Implementation, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, ElicitRequest, ElicitRequestParams, Implementation,
+    InputRequest, InputRequiredResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
@@ -52,6 +53,7 @@ pub struct Server {
     host: Arc<Controller>,
     session: SessionId,
     peers: watch::Peers,
+    states: input::RequestStates,
 }
 
 /// stdin and stdout as async pipes, when they are pipes (as when a client
@@ -69,15 +71,24 @@ fn stdio_pipes() -> Option<(pipe::Receiver, pipe::Sender)> {
 
 impl Server {
     pub fn new(host: Arc<Controller>) -> Server {
-        Server::with_peers(host, watch::Peers::default())
+        Server::with_peers(
+            host,
+            watch::Peers::default(),
+            input::RequestStates::default(),
+        )
     }
 
     /// A connection that shares its list of peers to notify with others.
-    fn with_peers(host: Arc<Controller>, peers: watch::Peers) -> Server {
+    fn with_peers(
+        host: Arc<Controller>,
+        peers: watch::Peers,
+        states: input::RequestStates,
+    ) -> Server {
         Server {
             host,
             session: SessionId::new(),
             peers,
+            states,
         }
     }
 
@@ -117,47 +128,17 @@ impl Server {
             .collect()
     }
 
-    /// Asks the person behind the client about a pending approval and
-    /// records the answer. `false` when there was no answer.
-    async fn elicit(&self, peer: &Peer<RoleServer>, id: &str) -> bool {
-        let Ok(Some(approval)) = self.host.records().approval(id) else {
-            return false;
-        };
-        let message = format!(
+    /// What a person is shown to decide on approval `id`.
+    fn approval_question(&self, id: &str) -> Option<ElicitRequestParams> {
+        let approval = self.host.records().approval(id).ok()??;
+        input::approval_form(format!(
             "toolwarden: approve this one call?\n\ntool: {}\narguments: {}\ncapability: filesystem {}\nwhy the policy asks: {}",
             approval.tool, approval.args, approval.capability, approval.reason
-        );
-        let Ok(schema) = ElicitationSchema::builder()
-            .required_bool("approve")
-            .build()
-        else {
-            return false;
-        };
-        let params = ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message,
-            requested_schema: schema,
-        };
-        let answer = match tokio::time::timeout(
-            ELICITATION_TIMEOUT,
-            peer.create_elicitation(params),
-        )
-        .await
-        {
-            Ok(Ok(answer)) => answer,
-            Ok(Err(e)) => {
-                tracing::warn!("elicitation for approval {id} failed: {e}");
-                return false;
-            }
-            Err(_) => return false,
-        };
-        let approve = answer.action == ElicitationAction::Accept
-            && answer
-                .content
-                .as_ref()
-                .and_then(|c| c.get("approve"))
-                .and_then(|v| v.as_bool())
-                == Some(true);
+        ))
+    }
+
+    /// Records a person's answer to approval `id`; `false` if it could not be.
+    fn record_answer(&self, id: &str, approve: bool) -> bool {
         let reason = if approve {
             "approved by the user of the MCP client"
         } else {
@@ -173,17 +154,102 @@ impl Server {
         }
     }
 
+    /// Asks the person behind a legacy client about a pending approval,
+    /// mid-call, and records the answer. `false` when there was no answer.
+    async fn elicit(&self, peer: &Peer<RoleServer>, id: &str) -> bool {
+        let Some(params) = self.approval_question(id) else {
+            return false;
+        };
+        let answer = match tokio::time::timeout(
+            ELICITATION_TIMEOUT,
+            peer.create_elicitation(params),
+        )
+        .await
+        {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(e)) => {
+                tracing::warn!("elicitation for approval {id} failed: {e}");
+                return false;
+            }
+            Err(_) => return false,
+        };
+        self.record_answer(id, input::approves(&answer.action, answer.content.as_ref()))
+    }
+
+    /// A 2026-07-28 client's retry with the person's answer: redeems the
+    /// request state (once), records the answer, and makes `request` carry
+    /// the approval and the session that asked. `Err` is the refusal to
+    /// return; nothing runs then.
+    fn resume(
+        &self,
+        state: &str,
+        params: &CallToolRequestParams,
+        request: &mut CallRequest,
+    ) -> Result<(), Box<CallResult>> {
+        let refuse = |message: &str| {
+            let error = crate::outcome::CallError::new(ErrorCode::ApprovalInvalid, message);
+            Err(Box::new(self.host.refuse(request.clone(), error)))
+        };
+        let Some(pending) = self.states.redeem(state) else {
+            return refuse(
+                "the request state is unknown, expired or already used; call the tool again to be asked again",
+            );
+        };
+        if pending.tool != params.name {
+            return refuse("the request state belongs to a call of another tool; nothing ran");
+        }
+        let answer = params
+            .input_responses
+            .as_ref()
+            .and_then(|r| r.get(input::APPROVAL_INPUT))
+            .and_then(|v| serde_json::from_value::<rmcp::model::ElicitResult>(v.clone()).ok());
+        let approve = answer
+            .as_ref()
+            .is_some_and(|a| input::approves(&a.action, a.content.as_ref()));
+        if answer.is_some() {
+            self.record_answer(&pending.approval_id, approve);
+        }
+        request.session = pending.session;
+        request.approval = Some(pending.approval_id);
+        Ok(())
+    }
+
+    /// Runs the call on a task of its own, so that it always finishes (and
+    /// is recorded) even if the transport drops this future; dropping it, or
+    /// the client's cancellation, cancels the call.
     async fn run(&self, request: CallRequest, cx: &RequestContext<RoleServer>) -> CallResult {
+        /// Cancels the call unless disarmed once the call has ended (the
+        /// token is shared with retries of the same request).
+        struct CancelOnDrop(Option<crate::call::CancelToken>);
+        impl Drop for CancelOnDrop {
+            fn drop(&mut self) {
+                if let Some(token) = self.0.take() {
+                    token.cancel();
+                }
+            }
+        }
         let cancel = request.cancel.clone();
-        let call = self.host.handle(request);
-        tokio::pin!(call);
-        tokio::select! {
+        let (tool, call_id) = (request.tool.clone(), request.call_id.clone());
+        let host = Arc::clone(&self.host);
+        let mut call = tokio::spawn(async move { host.handle(request).await });
+        let mut stop_if_abandoned = CancelOnDrop(Some(cancel.clone()));
+        let finished = tokio::select! {
             result = &mut call => result,
             _ = cx.ct.cancelled() => {
                 cancel.cancel();
                 call.await
             }
-        }
+        };
+        stop_if_abandoned.0 = None;
+        finished.unwrap_or_else(|e| {
+            let error = crate::outcome::CallError::new(
+                ErrorCode::HostError,
+                format!("the call's task failed: {e}"),
+            );
+            let mut request = CallRequest::new(tool, "{}");
+            request.call_id = call_id;
+            self.host.refuse(request, error)
+        })
     }
 }
 
@@ -262,22 +328,58 @@ impl ServerHandler for Server {
     ) -> Result<CallToolResponse, McpError> {
         let args = params
             .arguments
-            .map(|a| serde_json::Value::Object(a).to_string())
+            .as_ref()
+            .map(|a| serde_json::Value::Object(a.clone()).to_string())
             .unwrap_or_else(|| "{}".into());
         let mut request =
             CallRequest::new(params.name.to_string(), args).in_session(self.session.clone());
+        let modern = cx
+            .protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        if modern
+            && let Some(state) = params.request_state.as_deref()
+            && let Err(refusal) = self.resume(state, &params, &mut request)
+        {
+            return Ok(convert::result(&refusal).into());
+        }
         let (progress, forwarder) = progress_forwarder(&cx).unzip();
         request.progress = progress;
         let mut result = self.run(request.clone(), &cx).await;
-        let elicitation = !cx.peer.supported_elicitation_modes().is_empty();
-        if elicitation
-            && result.code() == Some(ErrorCode::ApprovalRequired)
-            && let Some(id) = result.approval_id.clone()
-            && self.elicit(&cx.peer, &id).await
-        {
-            request.call_id = crate::call::CallId::new();
-            request.approval = Some(id);
-            result = self.run(request.clone(), &cx).await;
+        let pending = (result.code() == Some(ErrorCode::ApprovalRequired))
+            .then(|| result.approval_id.clone())
+            .flatten();
+        if let Some(id) = pending {
+            if modern {
+                let asks = cx
+                    .client_capabilities()
+                    .is_some_and(|c| c.elicitation.is_some());
+                if asks && let Some(question) = self.approval_question(&id) {
+                    let state = self.states.issue(input::Pending {
+                        approval_id: id,
+                        session: request.session.clone(),
+                        tool: request.tool.clone(),
+                    });
+                    let requests = [(
+                        input::APPROVAL_INPUT.to_owned(),
+                        InputRequest::Elicitation(ElicitRequest::new(question)),
+                    )]
+                    .into();
+                    drop(request);
+                    if let Some(forwarder) = forwarder {
+                        let _ = forwarder.await;
+                    }
+                    return Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
+                        Some(requests),
+                        Some(state),
+                    )));
+                }
+            } else if !cx.peer.supported_elicitation_modes().is_empty()
+                && self.elicit(&cx.peer, &id).await
+            {
+                request.call_id = crate::call::CallId::new();
+                request.approval = Some(id);
+                result = self.run(request.clone(), &cx).await;
+            }
         }
         drop(request);
         if let Some(forwarder) = forwarder {
