@@ -10,6 +10,7 @@ mod authoring;
 mod cli;
 mod export;
 mod guards;
+mod hostile;
 mod limits;
 mod mcp;
 mod pipeline;
