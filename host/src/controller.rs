@@ -229,6 +229,13 @@ impl Controller {
         results
     }
 
+    /// Sandbox instances free right now (`limits.max_instances` when no call
+    /// runs): lets the soak test prove that no call leaks one.
+    #[doc(hidden)]
+    pub fn free_instances(&self) -> usize {
+        self.sandbox.free_instances()
+    }
+
     /// Refuses a call before the pipeline sees it (a front end found it
     /// unusable, e.g. a replayed MCP request state), recorded like any other
     /// refusal.

@@ -34,6 +34,8 @@ mod config;
 mod controller;
 mod error;
 mod export;
+#[doc(hidden)]
+pub mod fuzzing;
 mod guards;
 mod mcp;
 mod outcome;

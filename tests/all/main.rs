@@ -9,6 +9,8 @@ mod audit;
 mod authoring;
 mod cli;
 mod export;
+mod faults;
+mod fuzz;
 mod guards;
 mod hostile;
 mod limits;
@@ -19,6 +21,7 @@ mod registry;
 mod sandbox;
 mod scheduler;
 mod sdk;
+mod soak;
 
 /// Every example plugin must be exercised by a test named after it in
 /// [`plugins`]: adding a plugin without one fails to compile.

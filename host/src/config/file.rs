@@ -146,6 +146,12 @@ pub(super) struct FileError {
 }
 
 impl FileError {
+    pub(super) fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl FileError {
     pub fn at(self, path: &Path) -> Error {
         Error::Config {
             path: path.to_owned(),

@@ -267,6 +267,13 @@ fn home() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/tmp"))
 }
 
+/// Parses config text and compiles its policy, touching no file: what the
+/// config fuzz target exercises.
+pub(crate) fn parse_policy(text: &str) -> Result<Policy, String> {
+    let parsed = file::parse(text).map_err(|e| e.message().to_owned())?;
+    Policy::compile(parsed.rules).map_err(|e| e.message)
+}
+
 /// Where plugins are loaded from when no directory is given.
 pub fn default_plugins_dir() -> PathBuf {
     data_home().join("plugins")

@@ -155,6 +155,10 @@ impl Sandbox {
     }
 
     /// Runs a prepared call to the end: returned, failed, or stopped.
+    pub fn free_instances(&self) -> usize {
+        self.slots.available_permits()
+    }
+
     pub async fn run(&self, call: PreparedCall, cx: RunContext) -> Execution {
         run::invoke(self, call, cx).await
     }
