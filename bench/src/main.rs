@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use toolwarden::{AuditFilter, CallRequest, ConfigBuilder, Controller, Status, Tracing};
-use toolwarden_tests::{CALC, FS, HOSTILE, NUMBERED};
+use toolwarden_tests::{CALC, FS, HOSTILE, NUMBERED, rss_kib};
 
 /// Every tool allowed, duplicates allowed (the benchmark repeats calls), and
 /// room for I/O-bound calls to overlap.
@@ -269,17 +269,6 @@ fn batch_vs_serial(host: &Controller, tool: &str, args: &[String]) -> (Duration,
     let batch = started.elapsed();
     assert!(results.iter().all(|r| r.status == Status::Ok));
     (batch, serial)
-}
-
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 /// Peak RSS (sampled every 5 ms) while `n` calls are in flight at once.

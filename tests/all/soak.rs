@@ -8,20 +8,9 @@
 use crate::harness::{ALLOW_ALL, TestHost, runtime};
 use std::sync::Arc;
 use toolwarden::{CallRequest, Controller, ErrorCode, SandboxMode, Status};
-use toolwarden_tests::{CALC, FS, HOSTILE};
+use toolwarden_tests::{CALC, FS, HOSTILE, rss_kib};
 
 const TASKS: usize = 4;
-
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
-}
 
 /// The i-th call of the mix, and the codes it may end with (none: success).
 fn mixed(i: usize) -> (&'static str, String, &'static [ErrorCode]) {
