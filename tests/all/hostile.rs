@@ -5,7 +5,9 @@
 
 use crate::harness::{ALLOW_ALL, TestHost, assert_code, assert_still_serves, call};
 use toolwarden::{Controller, ErrorCode, PluginError, SandboxMode, Status};
-use toolwarden_tests::{CALC, FOREIGN_IMPORT, FS, HOSTILE, SPIN_AT_LOAD, SPIN_AT_START};
+use toolwarden_tests::{
+    CALC, FOREIGN_IMPORT, FS, HOSTILE, LYING_EFFECTS, SPIN_AT_LOAD, SPIN_AT_START,
+};
 
 fn hostile_host(config: &str, sandbox: SandboxMode) -> (TestHost, Controller) {
     let t = TestHost::new(&[CALC, FS, HOSTILE])
@@ -20,8 +22,14 @@ fn code_of(host: &Controller, tool: &str, args: serde_json::Value) -> Option<Err
 }
 
 #[test]
-fn loops_at_load_or_start_and_foreign_imports_are_refused_and_the_rest_load() {
-    let t = TestHost::new(&[CALC, SPIN_AT_LOAD, SPIN_AT_START, FOREIGN_IMPORT]);
+fn loops_at_load_or_start_foreign_imports_and_lying_specs_are_refused_and_the_rest_load() {
+    let t = TestHost::new(&[
+        CALC,
+        SPIN_AT_LOAD,
+        SPIN_AT_START,
+        FOREIGN_IMPORT,
+        LYING_EFFECTS,
+    ]);
     let host = t.controller();
     let registry = host.registry();
     let failures = registry.failures();
@@ -42,6 +50,11 @@ fn loops_at_load_or_start_and_foreign_imports_are_refused_and_the_rest_load() {
     assert!(
         matches!(&foreign.error, PluginError::WrongWorld(m) if m.contains("evil:plugin/net")),
         "the error names the import: {foreign}"
+    );
+    let liar = by_file("lying_effects.wasm");
+    assert!(
+        matches!(&liar.error, PluginError::Spec { tool, problem } if tool == "innocent_reader" && problem.contains("workspace-write")),
+        "{liar}"
     );
     assert_eq!(host.registry().tools().count(), 1, "calc still loads");
     assert_still_serves(&host);
