@@ -9,6 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+include!("outer_build.rs");
+
 fn package_name(manifest: &Path) -> Option<String> {
     let text = std::fs::read_to_string(manifest).ok()?;
     text.lines().find_map(|l| {
@@ -37,6 +39,7 @@ fn main() {
         .parent()
         .expect("tests/ sits in the workspace root")
         .to_owned();
+    println!("cargo:rerun-if-changed=outer_build.rs");
     for watched in ["wit", "sdk", "plugins", "tests/fixtures"] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
@@ -59,17 +62,7 @@ fn main() {
     for name in examples.iter().chain(&fixtures) {
         build.args(["-p", name]);
     }
-    // The outer build's settings are for the host, not for guests.
-    for var in [
-        "CARGO_ENCODED_RUSTFLAGS",
-        "RUSTFLAGS",
-        "CARGO_TARGET_DIR",
-        "CARGO_BUILD_TARGET",
-        "CARGO_MAKEFLAGS",
-        "MAKEFLAGS",
-        "MFLAGS",
-        "RUSTC_WORKSPACE_WRAPPER",
-    ] {
+    for var in OUTER_BUILD_VARS {
         build.env_remove(var);
     }
     let error = match build.output() {

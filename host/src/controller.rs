@@ -223,8 +223,7 @@ impl Controller {
                 ErrorCode::BudgetExceeded,
                 "this turn asked for more calls than `budget.max_calls_per_turn` allows; this one did not run",
             );
-            let trail = Trail::new(call.tracing);
-            results.push(self.finish(call, trail, Err(refusal), Instant::now()));
+            results.push(self.refuse(call, refusal));
         }
         results
     }
@@ -236,9 +235,9 @@ impl Controller {
         self.sandbox.free_instances()
     }
 
-    /// Refuses a call before the pipeline sees it (a front end found it
-    /// unusable, e.g. a replayed MCP request state), recorded like any other
-    /// refusal.
+    /// Refuses a call before the pipeline sees it (over a turn's budget, or
+    /// a front end found it unusable, e.g. a replayed MCP request state),
+    /// recorded like any other refusal.
     pub(crate) fn refuse(&self, request: CallRequest, error: CallError) -> CallResult {
         let trail = Trail::new(request.tracing);
         self.finish(request, trail, Err(error), Instant::now())
@@ -285,10 +284,10 @@ impl Controller {
         };
         trail.events.push(last);
         let events = std::mem::take(&mut trail.events);
-        if let Err(e) =
-            self.records
-                .audit_log()
-                .record_end(&subject, events, trail.execution.take())
+        if let Err(e) = self
+            .records
+            .audit_log()
+            .record(&subject, events, trail.execution.take())
         {
             tracing::error!(
                 call = subject.call_id,
@@ -373,7 +372,11 @@ impl Controller {
         // on disk; batched, it is queued ahead of the call's end.
         self.records
             .audit_log()
-            .record(&Subject::of(request), std::mem::take(&mut trail.events))
+            .record(
+                &Subject::of(request),
+                std::mem::take(&mut trail.events),
+                None,
+            )
             .map_err(|e| {
                 CallError::new(
                     ErrorCode::HostError,

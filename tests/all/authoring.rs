@@ -19,20 +19,11 @@ fn scaffold_target_dir() -> PathBuf {
 fn cargo(dir: &Path, args: &[&str]) -> (i32, String) {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.current_dir(dir)
-        .args(args)
-        .env("CARGO_TARGET_DIR", scaffold_target_dir());
-    for var in [
-        "CARGO_ENCODED_RUSTFLAGS",
-        "RUSTFLAGS",
-        "CARGO_BUILD_TARGET",
-        "CARGO_MAKEFLAGS",
-        "MAKEFLAGS",
-        "MFLAGS",
-        "RUSTC_WORKSPACE_WRAPPER",
-    ] {
+    cmd.current_dir(dir).args(args);
+    for var in toolwarden_tests::OUTER_BUILD_VARS {
         cmd.env_remove(var);
     }
+    cmd.env("CARGO_TARGET_DIR", scaffold_target_dir());
     let out = cmd.output().expect("run cargo");
     let text = format!(
         "{}{}",

@@ -2,6 +2,7 @@
 //! `wasm32-wasip2`. The tests themselves live in `all/`.
 
 include!(concat!(env!("OUT_DIR"), "/plugins.rs"));
+include!("../outer_build.rs");
 
 /// This process's resident set size in KiB (Linux), 0 where unknown: for
 /// the soak test and the benchmark's memory figures.

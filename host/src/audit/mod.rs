@@ -172,21 +172,10 @@ impl Audit {
         })
     }
 
-    /// Appends a call's events, committed as the configured [`Durability`]
-    /// says.
-    pub fn record(&self, subject: &Subject, events: Vec<Event>) -> Result<(), AuditError> {
-        self.append(subject, events, None, self.durability == Durability::Sync)
-    }
-
-    /// Appends events and returns only once they are on disk, whatever the
-    /// durability: for decisions a person made, which must not be lost.
-    pub fn record_durably(&self, subject: &Subject, events: Vec<Event>) -> Result<(), AuditError> {
-        self.append(subject, events, None, true)
-    }
-
-    /// Appends how a call ended, with the execution its session's budgets
-    /// count (if it ran), in the same transaction.
-    pub fn record_end(
+    /// Appends a call's events, with the execution its session's budgets
+    /// count once it ran (in the same transaction), committed as the
+    /// configured [`Durability`] says.
+    pub fn record(
         &self,
         subject: &Subject,
         events: Vec<Event>,
@@ -194,6 +183,12 @@ impl Audit {
     ) -> Result<(), AuditError> {
         let wait = self.durability == Durability::Sync;
         self.append(subject, events, execution, wait)
+    }
+
+    /// Appends events and returns only once they are on disk, whatever the
+    /// durability: for decisions a person made, which must not be lost.
+    pub fn record_durably(&self, subject: &Subject, events: Vec<Event>) -> Result<(), AuditError> {
+        self.append(subject, events, None, true)
     }
 
     fn append(

@@ -176,6 +176,33 @@ impl Server {
         self.record_answer(id, input::approves(&answer.action, answer.content.as_ref()))
     }
 
+    /// For a 2026-07-28 client that can show a form: an `input_required`
+    /// result asking about approval `id`, with a single-use request state.
+    /// `None` when the client cannot be asked.
+    fn ask_to_retry(
+        &self,
+        cx: &RequestContext<RoleServer>,
+        id: String,
+        request: &CallRequest,
+    ) -> Option<CallToolResponse> {
+        cx.client_capabilities()?.elicitation.as_ref()?;
+        let question = self.approval_question(&id)?;
+        let state = self.states.issue(input::Pending {
+            approval_id: id,
+            session: request.session.clone(),
+            tool: request.tool.clone(),
+        });
+        let requests = [(
+            input::APPROVAL_INPUT.to_owned(),
+            InputRequest::Elicitation(ElicitRequest::new(question)),
+        )]
+        .into();
+        Some(CallToolResponse::InputRequired(InputRequiredResult::new(
+            Some(requests),
+            Some(state),
+        )))
+    }
+
     /// A 2026-07-28 client's retry with the person's answer: redeems the
     /// request state (once), records the answer, and makes `request` carry
     /// the approval and the session that asked. `Err` is the refusal to
@@ -348,31 +375,10 @@ impl ServerHandler for Server {
         let pending = (result.code() == Some(ErrorCode::ApprovalRequired))
             .then(|| result.approval_id.clone())
             .flatten();
+        let mut asked = None;
         if let Some(id) = pending {
             if modern {
-                let asks = cx
-                    .client_capabilities()
-                    .is_some_and(|c| c.elicitation.is_some());
-                if asks && let Some(question) = self.approval_question(&id) {
-                    let state = self.states.issue(input::Pending {
-                        approval_id: id,
-                        session: request.session.clone(),
-                        tool: request.tool.clone(),
-                    });
-                    let requests = [(
-                        input::APPROVAL_INPUT.to_owned(),
-                        InputRequest::Elicitation(ElicitRequest::new(question)),
-                    )]
-                    .into();
-                    drop(request);
-                    if let Some(forwarder) = forwarder {
-                        let _ = forwarder.await;
-                    }
-                    return Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
-                        Some(requests),
-                        Some(state),
-                    )));
-                }
+                asked = self.ask_to_retry(&cx, id, &request);
             } else if !cx.peer.supported_elicitation_modes().is_empty()
                 && self.elicit(&cx.peer, &id).await
             {
@@ -385,6 +391,6 @@ impl ServerHandler for Server {
         if let Some(forwarder) = forwarder {
             let _ = forwarder.await;
         }
-        Ok(convert::result(&result).into())
+        Ok(asked.unwrap_or_else(|| convert::result(&result).into()))
     }
 }
