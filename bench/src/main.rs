@@ -1,8 +1,9 @@
 //! `make bench`: what governance costs, measured against the floor.
 //!
 //! Prints, in one run, medians and p99s of: (1) bare wasmtime, a pooled
-//! instantiate + call + drop of `calc`; (2) the same call through the whole
-//! governed pipeline in-process, audit on; (3) their ratio; (4) governed
+//! instantiate + call + drop of `calc`, on wasmtime's pooling defaults and
+//! on the host's tuned engine; (2) the same call through the whole governed
+//! pipeline in-process, audit on; (3) its ratio to both floors; (4) governed
 //! calls per second on all cores; (5) startup with 1, 10 and 50 plugins,
 //! cold and warm; (6) a batch of 8 read-only calls against the same 8 run
 //! serially; (7) `tools/call` round trips over MCP stdio with a bare
@@ -16,6 +17,7 @@
 mod bare;
 mod mcp;
 
+use bare::Floor;
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -23,6 +25,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use toolwarden::{AuditFilter, CallRequest, ConfigBuilder, Controller, Status, Tracing};
 use toolwarden_tests::{CALC, FS, HOSTILE, NUMBERED, rss_kib};
+
+/// The allocator the `toolwarden` binary uses, so that the figures are the
+/// shipped host's (the floor runs under it too).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Every tool allowed, duplicates allowed (the benchmark repeats calls), and
 /// room for I/O-bound calls to overlap.
@@ -132,19 +139,26 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
+/// Timed like the async floor: one task awaiting call after call, each
+/// request made inside the timed span.
 fn governed_calls(host: &Controller, tool: &str, args: &str, n: usize) -> Vec<Duration> {
-    let rt = runtime();
-    let once = || {
+    let once = || async {
         let started = Instant::now();
-        let result = rt.block_on(host.handle(CallRequest::new(tool, args)));
+        let result = host.handle(CallRequest::new(tool, args)).await;
         let elapsed = started.elapsed();
         assert_eq!(result.status, Status::Ok, "{result:?}");
         elapsed
     };
-    (0..n / 10).for_each(|_| {
-        once();
-    });
-    (0..n).map(|_| once()).collect()
+    runtime().block_on(async {
+        for _ in 0..n / 10 {
+            once().await;
+        }
+        let mut samples = Vec::with_capacity(n);
+        for _ in 0..n {
+            samples.push(once().await);
+        }
+        samples
+    })
 }
 
 /// Where a governed call's time goes: the median of each pipeline step
@@ -341,15 +355,26 @@ fn main() {
     let controller = Arc::new(host.controller());
     if want(1) || want(2) || want(3) {
         let calc_wasm = std::fs::read(CALC).expect("calc plugin (build the tests crate first)");
-        let bare = summarize(bare::sync_calls(&calc_wasm, 5000 * scale));
+        let bare = summarize(bare::sync_calls(&calc_wasm, 5000 * scale, Floor::Pooling));
         bare.line("1. bare wasmtime: instantiate + call + drop (calc)");
-        let bare_async = summarize(bare::async_calls(&calc_wasm, 5000 * scale));
+        let bare_async = summarize(bare::async_calls(&calc_wasm, 5000 * scale, Floor::Pooling));
         bare_async.line("   the same, wasmtime async API (as the host calls)");
+        let tuned = summarize(bare::sync_calls(&calc_wasm, 5000 * scale, Floor::Tuned));
+        tuned.line("   the same on the host's tuned engine");
+        let tuned_async = summarize(bare::async_calls(&calc_wasm, 5000 * scale, Floor::Tuned));
+        tuned_async.line("   the same on the host's tuned engine, async");
         let governed = summarize(governed_calls(&controller, "calc", CALC_ARGS, 5000 * scale));
         governed.line("2. governed pipeline, in-process, audit on (calc)");
         print_steps(&controller);
         let ratio = governed.median_us / bare.median_us;
         println!("3. governed / bare (medians)                                {ratio:>9.2}x");
+        // The tuned engine is the stricter floor: what governance adds on
+        // top of the sandbox the host actually runs.
+        let over_tuned = governed.median_us / tuned.median_us;
+        let added = governed.median_us - tuned_async.median_us;
+        println!(
+            "   governed / the tuned engine (medians)                   {over_tuned:>9.2}x   governance adds {added:.1} µs"
+        );
         let read = summarize(governed_calls(
             &controller,
             "read_file",
@@ -359,6 +384,13 @@ fn main() {
         read.line("   governed read_file of a small file");
         out.insert("bare".into(), bare.json());
         out.insert("bare_async".into(), bare_async.json());
+        out.insert("bare_tuned".into(), tuned.json());
+        out.insert("bare_tuned_async".into(), tuned_async.json());
+        out.insert(
+            "governed_over_tuned_ratio".into(),
+            json!(round(over_tuned * 100.0) / 100.0),
+        );
+        out.insert("governance_added_us".into(), json!(round(added)));
         out.insert("governed".into(), governed.json());
         out.insert(
             "governed_over_bare_ratio".into(),

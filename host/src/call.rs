@@ -221,7 +221,8 @@ impl CallRequest {
 /// Arguments after materialization: parsed, canonical, digested.
 #[derive(Clone, Debug)]
 pub struct Arguments {
-    value: Value,
+    /// Shared with the audit record of the call, which must not cost a copy.
+    value: Arc<Value>,
     canonical: String,
     digest: String,
 }
@@ -255,7 +256,7 @@ impl Arguments {
         let canonical = value.to_string();
         let digest = hex::encode(Sha256::digest(canonical.as_bytes()));
         Ok(Arguments {
-            value,
+            value: Arc::new(value),
             canonical,
             digest,
         })
@@ -263,6 +264,11 @@ impl Arguments {
 
     pub fn value(&self) -> &Value {
         &self.value
+    }
+
+    /// The parsed arguments, shared.
+    pub fn shared_value(&self) -> Arc<Value> {
+        Arc::clone(&self.value)
     }
 
     /// Sorted keys, no white space: the text the plugin receives.

@@ -50,6 +50,8 @@ pub struct Inspection {
 
 /// What happened on the way, for the audit trail.
 struct Trail {
+    /// Which call the records are about; shared by both of its appends.
+    subject: Arc<Subject>,
     events: Vec<Event>,
     ran: bool,
     /// The run the session's budgets count, once the call ran.
@@ -62,12 +64,13 @@ struct Trail {
 }
 
 impl Trail {
-    fn new(tracing: Tracing) -> Trail {
-        let trace = match tracing {
+    fn new(request: &CallRequest) -> Trail {
+        let trace = match request.tracing {
             Tracing::Off => None,
             Tracing::Steps => Some(Vec::new()),
         };
         Trail {
+            subject: Arc::new(Subject::of(request)),
             events: Vec::new(),
             ran: false,
             execution: None,
@@ -178,7 +181,7 @@ impl Controller {
     pub fn decision(&self, tool: &Tool) -> Decision {
         self.config
             .policy
-            .evaluate(&tool.spec, &tool.plugin.file_name(), None)
+            .evaluate(&tool.spec, tool.plugin.file_name(), None)
     }
 
     /// What every policy rule makes of a call, without running anything.
@@ -188,7 +191,7 @@ impl Controller {
         let tool = resolved.tool();
         Ok(self.config.policy.explain(
             &tool.spec,
-            &tool.plugin.file_name(),
+            tool.plugin.file_name(),
             Some(resolved.args().value()),
         ))
     }
@@ -196,7 +199,7 @@ impl Controller {
     /// Runs one call through the whole pipeline. Always returns a result.
     pub async fn handle(&self, request: CallRequest) -> CallResult {
         let started = Instant::now();
-        let mut trail = Trail::new(request.tracing);
+        let mut trail = Trail::new(&request);
         let outcome = self.pipeline(&request, &mut trail).await;
         self.finish(request, trail, outcome, started)
     }
@@ -239,7 +242,7 @@ impl Controller {
     /// a front end found it unusable, e.g. a replayed MCP request state),
     /// recorded like any other refusal.
     pub(crate) fn refuse(&self, request: CallRequest, error: CallError) -> CallResult {
-        let trail = Trail::new(request.tracing);
+        let trail = Trail::new(&request);
         self.finish(request, trail, Err(error), Instant::now())
     }
 
@@ -251,7 +254,7 @@ impl Controller {
         outcome: Result<CheckedOutput, CallError>,
         started: Instant,
     ) -> CallResult {
-        let subject = Subject::of(&request);
+        let subject = Arc::clone(&trail.subject);
         if let Err(error) = &outcome {
             trail.end(|| format!("stopped: {}: {}", error.code, error.message));
         }
@@ -302,7 +305,7 @@ impl Controller {
             "call finished"
         );
         CallResult {
-            call_id: subject.call_id,
+            call_id: subject.call_id.clone(),
             tool: request.tool,
             status,
             value,
@@ -330,7 +333,7 @@ impl Controller {
         let args = Arguments::materialize(&request.args)?;
         trail.end(|| format!("canonical arguments, SHA-256 {}", &args.digest()[..16]));
         trail.events.push(Event::Call {
-            args: args.value().clone(),
+            args: args.shared_value(),
             args_digest: args.digest().to_owned(),
         });
         trail.begin("resolve");
@@ -372,11 +375,7 @@ impl Controller {
         // on disk; batched, it is queued ahead of the call's end.
         self.records
             .audit_log()
-            .record(
-                &Subject::of(request),
-                std::mem::take(&mut trail.events),
-                None,
-            )
+            .record(&trail.subject, std::mem::take(&mut trail.events), None)
             .map_err(|e| {
                 CallError::new(
                     ErrorCode::HostError,

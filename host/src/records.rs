@@ -80,11 +80,11 @@ impl Records {
     ) -> Result<Option<(Approval, bool)>, Error> {
         let decided = self.approvals.decide(id, approve, reason)?;
         if let Some((approval, true)) = &decided {
-            let subject = Subject {
+            let subject = Arc::new(Subject {
                 call_id: String::new(),
                 session: approval.session.clone(),
                 tool: approval.tool.clone(),
-            };
+            });
             let event = Event::ApprovalDecided {
                 approval_id: id.to_owned(),
                 approved: approve,

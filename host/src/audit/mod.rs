@@ -25,7 +25,7 @@ use std::sync::Arc;
 pub enum Event {
     /// The call as materialized (arguments redacted) and its digest.
     Call {
-        args: Value,
+        args: Arc<Value>,
         args_digest: String,
     },
     /// What the policy decided.
@@ -98,7 +98,7 @@ pub struct Subject {
 impl Subject {
     pub fn of(request: &crate::call::CallRequest) -> Subject {
         Subject {
-            call_id: request.call_id.to_string(),
+            call_id: request.call_id.as_str().to_owned(),
             session: request.session.as_str().to_owned(),
             tool: request.tool.clone(),
         }
@@ -177,7 +177,7 @@ impl Audit {
     /// configured [`Durability`] says.
     pub fn record(
         &self,
-        subject: &Subject,
+        subject: &Arc<Subject>,
         events: Vec<Event>,
         execution: Option<ExecutionRow>,
     ) -> Result<(), AuditError> {
@@ -187,13 +187,17 @@ impl Audit {
 
     /// Appends events and returns only once they are on disk, whatever the
     /// durability: for decisions a person made, which must not be lost.
-    pub fn record_durably(&self, subject: &Subject, events: Vec<Event>) -> Result<(), AuditError> {
+    pub fn record_durably(
+        &self,
+        subject: &Arc<Subject>,
+        events: Vec<Event>,
+    ) -> Result<(), AuditError> {
         self.append(subject, events, None, true)
     }
 
     fn append(
         &self,
-        subject: &Subject,
+        subject: &Arc<Subject>,
         events: Vec<Event>,
         execution: Option<ExecutionRow>,
         wait: bool,

@@ -12,8 +12,8 @@
 use super::{Event, Subject, record_hash};
 use crate::audit::Redactor;
 use crate::store::{ExecutionRow, NewAuditRow, Store, now_ms};
-use std::sync::Mutex;
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -39,7 +39,7 @@ pub enum Durability {
 }
 
 struct Job {
-    subject: Subject,
+    subject: Arc<Subject>,
     events: Vec<Event>,
     execution: Option<ExecutionRow>,
     ts_ms: i64,
@@ -86,7 +86,7 @@ impl Writer {
     /// Queues the records; with `wait`, returns once they are committed.
     pub fn submit(
         &self,
-        subject: &Subject,
+        subject: &Arc<Subject>,
         events: Vec<Event>,
         execution: Option<ExecutionRow>,
         wait: bool,
@@ -98,7 +98,7 @@ impl Writer {
             (None, None)
         };
         let job = Job {
-            subject: subject.clone(),
+            subject: Arc::clone(subject),
             events,
             execution,
             ts_ms: now_ms(),
@@ -125,11 +125,11 @@ impl Writer {
 impl Writer {
     /// Returns once everything queued before the call is committed.
     pub fn flush(&self) -> Result<(), String> {
-        let nobody = Subject {
+        let nobody = Arc::new(Subject {
             call_id: String::new(),
             session: String::new(),
             tool: String::new(),
-        };
+        });
         self.submit(&nobody, Vec::new(), None, true)
     }
 }
@@ -161,7 +161,7 @@ fn rows_of(job: &mut Job, redactor: &Redactor) -> Vec<NewAuditRow> {
         .iter_mut()
         .map(|event| {
             match event {
-                Event::Call { args, .. } => *args = redactor.redact(args),
+                Event::Call { args, .. } => *args = Arc::new(redactor.redact(args)),
                 Event::Outcome {
                     value: Some(value), ..
                 } => *value = redactor.redact(value),

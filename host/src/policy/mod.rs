@@ -10,7 +10,7 @@
 
 mod rule;
 
-pub use rule::{ArgPattern, Rule, RuleDef, RuleMatch, Verdict};
+pub use rule::{ArgPattern, Miss, Rule, RuleDef, RuleMatch, Verdict};
 
 use crate::capability::{FsAccess, Grant};
 use crate::config::SandboxMode;
@@ -46,6 +46,16 @@ pub struct Decision {
     /// Some rules depend on argument values, so a call may be decided
     /// differently than this (only when no arguments were given).
     pub depends_on_args: bool,
+}
+
+/// What one rule made of a call, once the dangerous-tool rule is applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Seen {
+    Matched,
+    /// It matched, but a dangerous tool needs a rule that names it exactly.
+    SetAside,
+    Missed(Miss),
+    NeedsArgs,
 }
 
 /// One rule's view of a call, for `policy explain`.
@@ -112,61 +122,82 @@ impl Policy {
     /// What every rule makes of a call to `spec` (from the plugin file named
     /// `plugin`) with `args`; `None` when only the tool is known.
     pub fn explain(&self, spec: &ToolSpec, plugin: &str, args: Option<&Value>) -> Explanation {
-        let dangerous = spec.risk == Risk::Dangerous;
         let mut reports = Vec::with_capacity(self.rules.len());
-        let mut deciding: Option<&Rule> = None;
-        let mut depends_on_args = false;
-        for rule in &self.rules {
-            let check = rule.check(spec, plugin, args);
-            let needs_args = check == RuleMatch::NeedsArgs;
-            let (matched, note) = match check {
-                RuleMatch::Matched
-                    if dangerous && rule.verdict() != Verdict::Deny && !rule.names(&spec.name) =>
-                {
-                    (
-                        false,
-                        Some(format!(
-                            "set aside: `{}` is dangerous and this rule does not name it exactly",
-                            spec.name
-                        )),
-                    )
-                }
-                RuleMatch::Matched => (true, None),
-                RuleMatch::Missed(why) => (false, Some(why)),
-                RuleMatch::NeedsArgs => {
-                    depends_on_args = true;
-                    (
-                        false,
-                        Some("depends on argument values (`when`)".to_owned()),
-                    )
-                }
+        let decision = self.decide(spec, plugin, args, |rule, seen| {
+            let note = match seen {
+                Seen::Matched => None,
+                Seen::SetAside => Some(format!(
+                    "set aside: `{}` is dangerous and this rule does not name it exactly",
+                    spec.name
+                )),
+                Seen::Missed(miss) => Some(rule.miss_note(miss, spec, plugin, args)),
+                Seen::NeedsArgs => Some("depends on argument values (`when`)".to_owned()),
             };
-            if matched && deciding.is_none_or(|d| rule.verdict() > d.verdict()) {
-                deciding = Some(rule);
-            }
             reports.push(RuleReport {
                 rule: rule.index() + 1,
                 line: rule.line(),
                 verdict: rule.verdict(),
-                matched,
-                needs_args,
+                matched: seen == Seen::Matched,
+                needs_args: seen == Seen::NeedsArgs,
                 note,
             });
+        });
+        Explanation {
+            rules: reports,
+            decision,
         }
-        let decision = match deciding {
+    }
+
+    /// What the rules decide for a call.
+    pub fn evaluate(&self, spec: &ToolSpec, plugin: &str, args: Option<&Value>) -> Decision {
+        self.decide(spec, plugin, args, |_, _| {})
+    }
+
+    /// Decides a call, showing `each` what every rule made of it. Shared by
+    /// the pipeline (which needs only the decision) and `explain`.
+    fn decide(
+        &self,
+        spec: &ToolSpec,
+        plugin: &str,
+        args: Option<&Value>,
+        mut each: impl FnMut(&Rule, Seen),
+    ) -> Decision {
+        let dangerous = spec.risk == Risk::Dangerous;
+        let mut deciding: Option<&Rule> = None;
+        let mut matched = Vec::new();
+        let mut depends_on_args = false;
+        for rule in &self.rules {
+            let seen = match rule.check(spec, plugin, args) {
+                RuleMatch::Matched
+                    if dangerous && rule.verdict() != Verdict::Deny && !rule.names(&spec.name) =>
+                {
+                    Seen::SetAside
+                }
+                RuleMatch::Matched => Seen::Matched,
+                RuleMatch::Missed(miss) => Seen::Missed(miss),
+                RuleMatch::NeedsArgs => {
+                    depends_on_args = true;
+                    Seen::NeedsArgs
+                }
+            };
+            if seen == Seen::Matched {
+                matched.push(rule.index() + 1);
+                if deciding.is_none_or(|d| rule.verdict() > d.verdict()) {
+                    deciding = Some(rule);
+                }
+            }
+            each(rule, seen);
+        }
+        match deciding {
             Some(rule) => Decision {
                 verdict: rule.verdict(),
-                matched: reports
-                    .iter()
-                    .filter(|r| r.matched)
-                    .map(|r| r.rule)
-                    .collect(),
-                reason: rule.describe(),
+                matched,
+                reason: rule.describe().to_owned(),
                 depends_on_args,
             },
             None if dangerous => Decision {
                 verdict: Verdict::Deny,
-                matched: Vec::new(),
+                matched,
                 reason: format!(
                     "`{name}` is a dangerous tool and no rule names it exactly, so it is denied; \
                      to allow it, add a rule with tools = [\"{name}\"] (a glob is not enough)",
@@ -176,7 +207,7 @@ impl Policy {
             },
             None => Decision {
                 verdict: Verdict::Deny,
-                matched: Vec::new(),
+                matched,
                 reason: format!(
                     "no policy rule matches `{name}`, and the default is deny; to allow it, add \
                      to toolwarden.toml: [[rule]] tools = [\"{name}\"] decision = \"allow\" \
@@ -185,16 +216,7 @@ impl Policy {
                 ),
                 depends_on_args,
             },
-        };
-        Explanation {
-            rules: reports,
-            decision,
         }
-    }
-
-    /// What the rules decide for a call.
-    pub fn evaluate(&self, spec: &ToolSpec, plugin: &str, args: Option<&Value>) -> Decision {
-        self.explain(spec, plugin, args).decision
     }
 
     /// Pipeline step: decides the call and computes what it is granted.
@@ -207,7 +229,7 @@ impl Policy {
         let tool = resolved.tool();
         let decision = self.evaluate(
             &tool.spec,
-            &tool.plugin.file_name(),
+            tool.plugin.file_name(),
             Some(resolved.args().value()),
         );
         match decision.verdict {

@@ -75,18 +75,34 @@ enum Compiled {
 pub struct Rule {
     index: usize,
     def: RuleDef,
+    /// The rule as the user wrote it, for messages and the audit log.
+    description: String,
     tools: Option<GlobSet>,
     plugin: Option<GlobSet>,
     when: Vec<(String, Compiled)>,
 }
 
 /// Whether a rule matched one call, and if not, the first matcher that failed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RuleMatch {
     Matched,
-    Missed(String),
+    Missed(Miss),
     /// Everything but `when` matched, and no arguments were given to check it.
     NeedsArgs,
+}
+
+/// The first matcher of a rule that did not match a call. Deciding a call
+/// needs only this; the sentence for people ([`Rule::miss_note`]) is written
+/// only when someone asks for an explanation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Miss {
+    Tools,
+    Plugin,
+    Risk,
+    Effect(Effect),
+    Filesystem,
+    /// The `when` entry at this position.
+    When(usize),
 }
 
 fn globs(
@@ -244,9 +260,16 @@ impl Rule {
             }
             when.push((pointer.clone(), compile_pattern(pointer, pattern, &error)?));
         }
+        let description = format!(
+            "{} (rule {}{})",
+            def.reason,
+            index + 1,
+            line.map(|l| format!(", line {l}")).unwrap_or_default()
+        );
         Ok(Rule {
             index,
             def,
+            description,
             tools,
             plugin,
             when,
@@ -279,30 +302,27 @@ impl Rule {
         if let Some(tools) = &self.tools
             && !tools.is_match(&spec.name)
         {
-            return RuleMatch::Missed(format!("`tools` does not match `{}`", spec.name));
+            return RuleMatch::Missed(Miss::Tools);
         }
         if let Some(globs) = &self.plugin
             && !globs.is_match(plugin)
         {
-            return RuleMatch::Missed(format!("`plugin` does not match `{plugin}`"));
+            return RuleMatch::Missed(Miss::Plugin);
         }
         if let Some(risks) = &self.def.risk
             && !risks.contains(&spec.risk)
         {
-            return RuleMatch::Missed(format!("`risk` is not {}", names(risks, Risk::as_str)));
+            return RuleMatch::Missed(Miss::Risk);
         }
         if let Some(effects) = &self.def.effects
             && let Some(missing) = effects.iter().find(|e| !spec.effects.contains(**e))
         {
-            return RuleMatch::Missed(format!(
-                "the tool does not declare the effect `{}`",
-                missing.as_str()
-            ));
+            return RuleMatch::Missed(Miss::Effect(*missing));
         }
         if let Some(fs) = &self.def.filesystem
             && !fs.contains(&spec.filesystem)
         {
-            return RuleMatch::Missed(format!("`filesystem` is not {}", names(fs, FsNeed::as_str)));
+            return RuleMatch::Missed(Miss::Filesystem);
         }
         if self.when.is_empty() {
             return RuleMatch::Matched;
@@ -310,16 +330,49 @@ impl Rule {
         let Some(args) = args else {
             return RuleMatch::NeedsArgs;
         };
-        for (pointer, pattern) in &self.when {
-            let value = args.pointer(pointer);
-            if !pattern.matches(value) {
+        match self
+            .when
+            .iter()
+            .position(|(pointer, pattern)| !pattern.matches(args.pointer(pointer)))
+        {
+            Some(at) => RuleMatch::Missed(Miss::When(at)),
+            None => RuleMatch::Matched,
+        }
+    }
+
+    /// Says why the rule missed a call, as [`Rule::check`] found.
+    pub fn miss_note(
+        &self,
+        miss: Miss,
+        spec: &ToolSpec,
+        plugin: &str,
+        args: Option<&Value>,
+    ) -> String {
+        match miss {
+            Miss::Tools => format!("`tools` does not match `{}`", spec.name),
+            Miss::Plugin => format!("`plugin` does not match `{plugin}`"),
+            Miss::Risk => format!(
+                "`risk` is not {}",
+                names(self.def.risk.as_deref().unwrap_or_default(), Risk::as_str)
+            ),
+            Miss::Effect(missing) => format!(
+                "the tool does not declare the effect `{}`",
+                missing.as_str()
+            ),
+            Miss::Filesystem => format!(
+                "`filesystem` is not {}",
+                names(
+                    self.def.filesystem.as_deref().unwrap_or_default(),
+                    FsNeed::as_str
+                )
+            ),
+            Miss::When(at) => {
+                let pointer = self.when.get(at).map_or("", |(p, _)| p.as_str());
+                let value = args.and_then(|a| a.pointer(pointer));
                 let shown = value.map_or_else(|| "missing".to_owned(), |v| v.to_string());
-                return RuleMatch::Missed(format!(
-                    "`when.\"{pointer}\"` does not match (the argument is {shown})"
-                ));
+                format!("`when.\"{pointer}\"` does not match (the argument is {shown})")
             }
         }
-        RuleMatch::Matched
     }
 
     /// Two rules that match exactly the same calls by construction.
@@ -334,13 +387,8 @@ impl Rule {
     }
 
     /// The rule as the user wrote it, for messages and the audit log.
-    pub fn describe(&self) -> String {
-        let at = self
-            .def
-            .line
-            .map(|l| format!(", line {l}"))
-            .unwrap_or_default();
-        format!("{} (rule {}{at})", self.def.reason, self.index + 1)
+    pub fn describe(&self) -> &str {
+        &self.description
     }
 }
 

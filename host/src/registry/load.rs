@@ -94,11 +94,7 @@ pub(super) fn load_one(
     let sha256 = hex::encode(Sha256::digest(&bytes));
     let loaded = sandbox.load(&bytes, &sha256)?;
     let specs = sandbox.describe(&loaded)?;
-    let plugin = Arc::new(Plugin {
-        file: file.to_owned(),
-        sha256,
-        loaded,
-    });
+    let plugin = Arc::new(Plugin::new(file, sha256, loaded));
     let mut tools = Vec::with_capacity(specs.len());
     let mut seen = std::collections::HashSet::new();
     for spec in specs {

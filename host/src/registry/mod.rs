@@ -27,15 +27,26 @@ pub struct Plugin {
     /// SHA-256 of the file, hex.
     pub sha256: String,
     pub(crate) loaded: LoadedPlugin,
+    /// `file`'s last component, which policy rules match on every call.
+    name: String,
 }
 
 impl Plugin {
+    pub(crate) fn new(file: &Path, sha256: String, loaded: LoadedPlugin) -> Plugin {
+        Plugin {
+            file: file.to_owned(),
+            sha256,
+            loaded,
+            name: file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        }
+    }
+
     /// The plugin's file name, as policy rules match it (`fs.wasm`).
-    pub fn file_name(&self) -> String {
-        self.file
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default()
+    pub fn file_name(&self) -> &str {
+        &self.name
     }
 
     /// Whether its code was compiled now or loaded from the cache.

@@ -263,7 +263,7 @@ pub(super) async fn invoke(
     };
     let host = HostState {
         tool: tool.spec.name.clone(),
-        call_id: cx.call_id.to_string(),
+        call_id: cx.call_id.as_str().to_owned(),
         cancel: cx.cancel.clone(),
         progress: cx.progress.clone(),
         log_bytes_left: super::host::LOG_BUDGET_BYTES,
@@ -278,7 +278,7 @@ pub(super) async fn invoke(
         }
     };
     let context = CallContext {
-        call_id: cx.call_id.to_string(),
+        call_id: cx.call_id.as_str().to_owned(),
         session_id: cx.session.as_str().to_owned(),
         workspace: (call.grant().fs != FsAccess::None).then(|| GUEST_WORKSPACE.to_owned()),
     };
