@@ -491,7 +491,18 @@ fn mcp_row(scale: usize, out: &mut Map<String, Value>) {
     ));
     drop(server);
     round_trip.line("7. MCP stdio tools/call round trip (bare JSON-RPC client)");
+    let echo = summarize(mcp::Server::echo().echo_round_trips(
+        "calc",
+        serde_json::from_str(CALC_ARGS).expect("JSON"),
+        3000 * scale,
+    ));
+    echo.line("   the same line echoed by `cat` (the pipes' own floor)");
+    println!(
+        "   the server's share of the round trip                    median {:>9.1} µs",
+        round_trip.median_us - echo.median_us
+    );
     out.insert("mcp_stdio_round_trip".into(), round_trip.json());
+    out.insert("pipe_echo_round_trip".into(), echo.json());
 }
 
 fn rss_row(controller: &Arc<Controller>, out: &mut Map<String, Value>) {

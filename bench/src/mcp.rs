@@ -17,26 +17,15 @@ pub struct Server {
 impl Server {
     /// Starts `toolwarden serve` and completes the `initialize` handshake.
     pub fn start(binary: &Path, plugins: &Path, workspace: &Path, state: &Path) -> Server {
-        let mut child = Command::new(binary)
+        let mut command = Command::new(binary);
+        command
             .arg("serve")
             .env("TOOLWARDEN_PLUGINS", plugins)
             .env("TOOLWARDEN_WORKSPACE", workspace)
             .env("TOOLWARDEN_STATE", state)
             .env_remove("TOOLWARDEN_CONFIG")
-            .env_remove("TOOLWARDEN_LOG")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start `{}`: {e}", binary.display()));
-        let stdin = child.stdin.take().expect("piped stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
-        let mut server = Server {
-            child,
-            stdin,
-            stdout,
-            next_id: 0,
-        };
+            .env_remove("TOOLWARDEN_LOG");
+        let mut server = Server::spawn(command);
         server.request(
             "initialize",
             json!({
@@ -47,6 +36,30 @@ impl Server {
         );
         server.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
         server
+    }
+
+    /// `cat`, which echoes each request line: the same client and pipes with
+    /// no server work at all. Its round trip is the floor of row 7 on this
+    /// machine (two cross-process wake-ups).
+    pub fn echo() -> Server {
+        Server::spawn(Command::new("cat"))
+    }
+
+    fn spawn(mut command: Command) -> Server {
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start `{command:?}`: {e}"));
+        let stdin = child.stdin.take().expect("piped stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
+        Server {
+            child,
+            stdin,
+            stdout,
+            next_id: 0,
+        }
     }
 
     fn send(&mut self, message: &Value) {
@@ -75,16 +88,48 @@ impl Server {
 
     /// `n` sequential `tools/call` round trips of one tool.
     pub fn round_trips(&mut self, tool: &str, args: Value, n: usize) -> Vec<Duration> {
-        let params = json!({ "name": tool, "arguments": args });
+        self.timed(
+            "tools/call",
+            json!({ "name": tool, "arguments": args }),
+            n,
+            |response| {
+                assert_eq!(
+                    response["result"]["isError"],
+                    json!(false),
+                    "the benchmarked call failed: {response}"
+                );
+            },
+        )
+    }
+
+    /// `n` sequential round trips of an echoed `tools/call` line.
+    pub fn echo_round_trips(&mut self, tool: &str, args: Value, n: usize) -> Vec<Duration> {
+        self.timed(
+            "tools/call",
+            json!({ "name": tool, "arguments": args }),
+            n,
+            |echoed| {
+                assert_eq!(
+                    echoed["method"],
+                    json!("tools/call"),
+                    "not an echo: {echoed}"
+                );
+            },
+        )
+    }
+
+    fn timed(
+        &mut self,
+        method: &str,
+        params: Value,
+        n: usize,
+        check: impl Fn(&Value),
+    ) -> Vec<Duration> {
         let mut once = || {
             let started = Instant::now();
-            let response = self.request("tools/call", params.clone());
+            let response = self.request(method, params.clone());
             let elapsed = started.elapsed();
-            assert_eq!(
-                response["result"]["isError"],
-                json!(false),
-                "the benchmarked call failed: {response}"
-            );
+            check(&response);
             elapsed
         };
         (0..n / 10).for_each(|_| {
