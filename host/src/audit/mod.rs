@@ -138,18 +138,39 @@ pub struct Audit {
     durability: Durability,
 }
 
+/// SHA-256 over the record's fields and the previous hash, as the compact
+/// JSON array `[seq, ts_ms, call_id, session, tool, kind, data, prev]`.
+/// Serialized straight from borrowed fields: the writer hashes every record.
 fn record_hash(seq: i64, row: &NewAuditRow, prev: &str) -> String {
-    let fields = serde_json::json!([
+    let fields = (
         seq,
         row.ts_ms,
-        row.call_id,
-        row.session,
-        row.tool,
-        row.kind,
-        row.data,
-        prev
-    ]);
-    hex::encode(Sha256::digest(fields.to_string().as_bytes()))
+        &row.call_id,
+        &row.session,
+        &row.tool,
+        &row.kind,
+        &row.data,
+        prev,
+    );
+    let mut hasher = Sha256::new();
+    // Writing JSON into a hasher cannot fail: the tuple holds only integers
+    // and strings, and the hasher accepts every byte.
+    let _ = serde_json::to_writer(HashWriter(&mut hasher), &fields);
+    hex::encode(hasher.finalize())
+}
+
+/// Feeds serialized bytes straight into a hasher.
+struct HashWriter<'a>(&'a mut Sha256);
+
+impl std::io::Write for HashWriter<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.update(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 impl Audit {
@@ -267,5 +288,39 @@ impl Audit {
         Ok(Verification::Intact {
             records: rows.len() as i64,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The chain of existing logs must keep verifying: the hash is the one
+    /// of the `json!` array it was first defined as.
+    #[test]
+    fn record_hash_is_over_the_compact_json_array() {
+        let row = NewAuditRow {
+            ts_ms: 1_795_000_000_000,
+            call_id: "c\"1".into(),
+            session: "s\u{202e}".into(),
+            tool: "calc".into(),
+            kind: "outcome".into(),
+            data: r#"{"kind":"outcome","value":"a\nb"}"#.into(),
+        };
+        let text = serde_json::json!([
+            -7,
+            row.ts_ms,
+            row.call_id,
+            row.session,
+            row.tool,
+            row.kind,
+            row.data,
+            "prev"
+        ])
+        .to_string();
+        assert_eq!(
+            record_hash(-7, &row, "prev"),
+            hex::encode(Sha256::digest(text.as_bytes()))
+        );
     }
 }

@@ -135,10 +135,29 @@ pub(super) fn compile(doc: &Value) -> Result<Schema, SchemaError> {
     }
     let root_node = compiler.node(doc, "", 0)?;
     check_ref_cycles(&compiled_defs, &defs)?;
+    let has_paths = std::iter::once(&root_node)
+        .chain(&compiled_defs)
+        .any(Node::marks_a_path);
     Ok(Schema {
         root: root_node,
         defs: compiled_defs,
+        has_paths,
     })
+}
+
+impl Node {
+    /// Whether this node or one below it is `"format": "path"`.
+    fn marks_a_path(&self) -> bool {
+        self.path
+            || self.properties.values().any(Node::marks_a_path)
+            || matches!(&self.additional, Additional::Schema(sub) if sub.marks_a_path())
+            || self.items.as_deref().is_some_and(Node::marks_a_path)
+            || self
+                .one_of
+                .iter()
+                .chain(&self.any_of)
+                .any(Node::marks_a_path)
+    }
 }
 
 fn number(v: &Value, ptr: &str, kw: &str) -> Result<f64, SchemaError> {

@@ -24,6 +24,9 @@ pub const MAX_VIOLATIONS: usize = 20;
 pub struct Schema {
     root: compile::Node,
     defs: Vec<compile::Node>,
+    /// Some node is `"format": "path"`: most schemas have none, and then
+    /// the path guard has nothing to walk.
+    has_paths: bool,
 }
 
 /// Why a schema was refused.
@@ -89,6 +92,9 @@ impl Schema {
     /// `"format": "path"` (workspace paths, checked by the path guard).
     pub fn path_pointers(&self, value: &Value) -> Vec<String> {
         let mut out = Vec::new();
+        if !self.has_paths {
+            return out;
+        }
         validate::paths(self, &self.root, value, &mut String::new(), &mut out);
         out
     }
