@@ -484,18 +484,11 @@ fn mcp_row(scale: usize, out: &mut Map<String, Value>) {
         &mcp_host.workspace,
         &mcp_host.state,
     );
-    let round_trip = summarize(server.round_trips(
-        "calc",
-        serde_json::from_str(CALC_ARGS).expect("JSON"),
-        3000 * scale,
-    ));
+    let args: Value = serde_json::from_str(CALC_ARGS).expect("JSON");
+    let round_trip = summarize(server.round_trips("calc", args.clone(), 3000 * scale));
     drop(server);
     round_trip.line("7. MCP stdio tools/call round trip (bare JSON-RPC client)");
-    let echo = summarize(mcp::Server::echo().echo_round_trips(
-        "calc",
-        serde_json::from_str(CALC_ARGS).expect("JSON"),
-        3000 * scale,
-    ));
+    let echo = summarize(mcp::Server::echo().echo_round_trips("calc", args, 3000 * scale));
     echo.line("   the same line echoed by `cat` (the pipes' own floor)");
     println!(
         "   the server's share of the round trip                    median {:>9.1} µs",
