@@ -1,10 +1,14 @@
 //! The floor: a fresh pooled instance of the `calc` component per call with
 //! plain wasmtime and none of the host around it, on two engines (see
-//! [`Floor`]).
+//! [`Engine`]) and through both of wasmtime's APIs.
+//!
+//! A [`Floor`] is set up once (engine, compiled component, linker) and then
+//! called one call at a time, so that the benchmark can interleave floor
+//! calls with governed calls and both see the same machine.
 
 use std::time::{Duration, Instant};
+use wasmtime::Store;
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
-use wasmtime::{Engine, Store};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 mod sync {
@@ -50,7 +54,7 @@ impl asynchronous::toolwarden::tool::host::Host for State {
 
 /// Which engine the floor runs on.
 #[derive(Clone, Copy, Debug)]
-pub enum Floor {
+pub enum Engine {
     /// wasmtime's pooling allocator with its default settings, fuel and
     /// epochs on: the floor as issue #7 defines it (about 25 µs there).
     Pooling,
@@ -61,10 +65,10 @@ pub enum Floor {
     Tuned,
 }
 
-fn engine(kind: Floor) -> Engine {
+fn engine(kind: Engine) -> wasmtime::Engine {
     let config = match kind {
-        Floor::Tuned => toolwarden::engine_config(&toolwarden::Limits::default()),
-        Floor::Pooling => {
+        Engine::Tuned => toolwarden::engine_config(&toolwarden::Limits::default()),
+        Engine::Pooling => {
             let mut config = wasmtime::Config::new();
             config
                 .allocation_strategy(wasmtime::InstanceAllocationStrategy::pooling())
@@ -73,10 +77,10 @@ fn engine(kind: Floor) -> Engine {
             config
         }
     };
-    Engine::new(&config).expect("engine")
+    wasmtime::Engine::new(&config).expect("engine")
 }
 
-fn store(engine: &Engine) -> Store<State> {
+fn store(engine: &wasmtime::Engine) -> Store<State> {
     let state = State {
         ctx: WasiCtxBuilder::new().build(),
         table: ResourceTable::new(),
@@ -89,80 +93,101 @@ fn store(engine: &Engine) -> Store<State> {
 
 const ARGS: &str = r#"{"op":"mul","a":6,"b":7}"#;
 
-/// Instantiate + `invoke` + drop, synchronously, `n` times.
-pub fn sync_calls(wasm: &[u8], n: usize, kind: Floor) -> Vec<Duration> {
-    let engine = engine(kind);
-    let component = Component::new(&engine, wasm).expect("compile calc");
-    let mut linker = Linker::new(&engine);
-    wasmtime_wasi::p2::add_to_linker_sync(&mut linker).expect("wasi");
-    sync::toolwarden::tool::host::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s).expect("host");
-    let pre = sync::PluginPre::new(linker.instantiate_pre(&component).expect("pre")).expect("pre");
-    let ctx = sync::exports::toolwarden::tool::tool::CallContext {
-        call_id: "bench".into(),
-        session_id: "bench".into(),
-        workspace: None,
-    };
-    let once = || {
-        let mut store = store(&engine);
-        let plugin = pre.instantiate(&mut store).expect("instantiate");
-        let out = plugin
-            .toolwarden_tool_tool()
-            .call_invoke(&mut store, "calc", ARGS, &ctx)
-            .expect("call");
-        assert!(out.is_ok_and(|o| o.value.contains("42")));
-    };
-    (0..n / 10).for_each(|_| once());
-    (0..n)
-        .map(|_| {
-            let started = Instant::now();
-            once();
-            started.elapsed()
-        })
-        .collect()
+/// A linked component for one of wasmtime's APIs, and the context of the
+/// call made into it (built once: it is not part of the floor).
+enum Pre {
+    Sync(
+        sync::PluginPre<State>,
+        sync::exports::toolwarden::tool::tool::CallContext,
+    ),
+    Async(
+        asynchronous::PluginPre<State>,
+        asynchronous::exports::toolwarden::tool::tool::CallContext,
+    ),
 }
 
-/// The same through wasmtime's async API, as the host calls plugins.
-pub fn async_calls(wasm: &[u8], n: usize, kind: Floor) -> Vec<Duration> {
-    let engine = engine(kind);
-    let component = Component::new(&engine, wasm).expect("compile calc");
-    let mut linker = Linker::new(&engine);
-    wasmtime_wasi::p2::add_to_linker_async(&mut linker).expect("wasi");
-    asynchronous::toolwarden::tool::host::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
-        .expect("host");
-    let pre = asynchronous::PluginPre::new(linker.instantiate_pre(&component).expect("pre"))
-        .expect("pre");
-    let ctx = asynchronous::exports::toolwarden::tool::tool::CallContext {
-        call_id: "bench".into(),
-        session_id: "bench".into(),
-        workspace: None,
-    };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let once = || async {
-        let mut store = store(&engine);
-        let plugin = pre
-            .instantiate_async(&mut store)
-            .await
-            .expect("instantiate");
-        let out = plugin
-            .toolwarden_tool_tool()
-            .call_invoke(&mut store, "calc", ARGS, &ctx)
-            .await
-            .expect("call");
-        assert!(out.is_ok_and(|o| o.value.contains("42")));
-    };
-    runtime.block_on(async {
-        for _ in 0..n / 10 {
-            once().await;
-        }
-        let mut samples = Vec::with_capacity(n);
-        for _ in 0..n {
-            let started = Instant::now();
-            once().await;
-            samples.push(started.elapsed());
-        }
-        samples
-    })
+/// A compiled, linked `calc`, ready to be instantiated once per call.
+pub struct Floor {
+    engine: wasmtime::Engine,
+    pre: Pre,
+}
+
+/// Which of wasmtime's APIs a floor uses.
+#[derive(Clone, Copy, Debug)]
+pub enum Api {
+    Sync,
+    /// As the host calls plugins.
+    Async,
+}
+
+impl Floor {
+    pub fn new(wasm: &[u8], kind: Engine, api: Api) -> Floor {
+        let engine = engine(kind);
+        let component = Component::new(&engine, wasm).expect("compile calc");
+        let mut linker = Linker::new(&engine);
+        let pre = match api {
+            Api::Sync => {
+                wasmtime_wasi::p2::add_to_linker_sync(&mut linker).expect("wasi");
+                sync::toolwarden::tool::host::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
+                    .expect("host");
+                let pre = linker.instantiate_pre(&component).expect("pre");
+                let ctx = sync::exports::toolwarden::tool::tool::CallContext {
+                    call_id: "bench".into(),
+                    session_id: "bench".into(),
+                    workspace: None,
+                };
+                Pre::Sync(sync::PluginPre::new(pre).expect("pre"), ctx)
+            }
+            Api::Async => {
+                wasmtime_wasi::p2::add_to_linker_async(&mut linker).expect("wasi");
+                asynchronous::toolwarden::tool::host::add_to_linker::<_, HasSelf<_>>(
+                    &mut linker,
+                    |s| s,
+                )
+                .expect("host");
+                let pre = linker.instantiate_pre(&component).expect("pre");
+                let ctx = asynchronous::exports::toolwarden::tool::tool::CallContext {
+                    call_id: "bench".into(),
+                    session_id: "bench".into(),
+                    workspace: None,
+                };
+                Pre::Async(asynchronous::PluginPre::new(pre).expect("pre"), ctx)
+            }
+        };
+        Floor { engine, pre }
+    }
+
+    /// One instantiate + `invoke` + drop, timed.
+    pub async fn call(&self) -> Duration {
+        let started = Instant::now();
+        let mut store = store(&self.engine);
+        let value = match &self.pre {
+            Pre::Sync(pre, ctx) => {
+                let plugin = pre.instantiate(&mut store).expect("instantiate");
+                plugin
+                    .toolwarden_tool_tool()
+                    .call_invoke(&mut store, "calc", ARGS, ctx)
+                    .expect("call")
+                    .map(|out| out.value)
+                    .map_err(drop)
+            }
+            Pre::Async(pre, ctx) => {
+                let plugin = pre
+                    .instantiate_async(&mut store)
+                    .await
+                    .expect("instantiate");
+                plugin
+                    .toolwarden_tool_tool()
+                    .call_invoke(&mut store, "calc", ARGS, ctx)
+                    .await
+                    .expect("call")
+                    .map(|out| out.value)
+                    .map_err(drop)
+            }
+        };
+        drop(store);
+        let elapsed = started.elapsed();
+        assert!(value.is_ok_and(|v| v.contains("42")));
+        elapsed
+    }
 }

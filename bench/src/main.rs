@@ -17,7 +17,8 @@
 mod bare;
 mod mcp;
 
-use bare::Floor;
+use bare::{Api, Engine, Floor};
+use mcp::Exchange;
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -139,23 +140,58 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
-/// Timed like the async floor: one task awaiting call after call, each
-/// request made inside the timed span.
+/// One governed call, timed like a floor call: the request is made inside
+/// the timed span.
+async fn governed_call(host: &Controller, tool: &str, args: &str) -> Duration {
+    let started = Instant::now();
+    let result = host.handle(CallRequest::new(tool, args)).await;
+    let elapsed = started.elapsed();
+    assert_eq!(result.status, Status::Ok, "{result:?}");
+    elapsed
+}
+
+/// `n` governed calls from one task awaiting call after call.
 fn governed_calls(host: &Controller, tool: &str, args: &str, n: usize) -> Vec<Duration> {
-    let once = || async {
-        let started = Instant::now();
-        let result = host.handle(CallRequest::new(tool, args)).await;
-        let elapsed = started.elapsed();
-        assert_eq!(result.status, Status::Ok, "{result:?}");
-        elapsed
-    };
     runtime().block_on(async {
         for _ in 0..n / 10 {
-            once().await;
+            governed_call(host, tool, args).await;
         }
         let mut samples = Vec::with_capacity(n);
         for _ in 0..n {
-            samples.push(once().await);
+            samples.push(governed_call(host, tool, args).await);
+        }
+        samples
+    })
+}
+
+/// Calls of one round before the next kind takes its turn.
+const ROUND: usize = 100;
+
+/// Rows 1 and 2: `n` calls of each floor and `n` governed `calc` calls,
+/// interleaved in rounds of [`ROUND`]. This VM's speed drifts by tens of
+/// percent from one minute to the next; measured one after the other, that
+/// drift would land in the ratio. Returns the floors' samples in the order
+/// of `floors`, then the governed ones.
+fn interleaved(host: &Controller, floors: &[Floor], n: usize) -> Vec<Vec<Duration>> {
+    runtime().block_on(async {
+        let mut samples = vec![Vec::with_capacity(n); floors.len() + 1];
+        for round in 0..=n / ROUND {
+            // Round 0 warms everything up and is not kept.
+            let keep = round > 0;
+            for (floor, kept) in floors.iter().zip(&mut samples) {
+                for _ in 0..ROUND {
+                    let sample = floor.call().await;
+                    if keep {
+                        kept.push(sample);
+                    }
+                }
+            }
+            for _ in 0..ROUND {
+                let sample = governed_call(host, "calc", CALC_ARGS).await;
+                if keep {
+                    samples[floors.len()].push(sample);
+                }
+            }
         }
         samples
     })
@@ -354,49 +390,7 @@ fn main() {
     let host = Host::new(&[CALC, FS, HOSTILE]);
     let controller = Arc::new(host.controller());
     if want(1) || want(2) || want(3) {
-        let calc_wasm = std::fs::read(CALC).expect("calc plugin (build the tests crate first)");
-        let bare = summarize(bare::sync_calls(&calc_wasm, 5000 * scale, Floor::Pooling));
-        bare.line("1. bare wasmtime: instantiate + call + drop (calc)");
-        let bare_async = summarize(bare::async_calls(&calc_wasm, 5000 * scale, Floor::Pooling));
-        bare_async.line("   the same, wasmtime async API (as the host calls)");
-        let tuned = summarize(bare::sync_calls(&calc_wasm, 5000 * scale, Floor::Tuned));
-        tuned.line("   the same on the host's tuned engine");
-        let tuned_async = summarize(bare::async_calls(&calc_wasm, 5000 * scale, Floor::Tuned));
-        tuned_async.line("   the same on the host's tuned engine, async");
-        let governed = summarize(governed_calls(&controller, "calc", CALC_ARGS, 5000 * scale));
-        governed.line("2. governed pipeline, in-process, audit on (calc)");
-        print_steps(&controller);
-        let ratio = governed.median_us / bare.median_us;
-        println!("3. governed / bare (medians)                                {ratio:>9.2}x");
-        // The tuned engine is the stricter floor: what governance adds on
-        // top of the sandbox the host actually runs.
-        let over_tuned = governed.median_us / tuned.median_us;
-        let added = governed.median_us - tuned_async.median_us;
-        println!(
-            "   governed / the tuned engine (medians)                   {over_tuned:>9.2}x   governance adds {added:.1} µs"
-        );
-        let read = summarize(governed_calls(
-            &controller,
-            "read_file",
-            READ_ARGS,
-            2000 * scale,
-        ));
-        read.line("   governed read_file of a small file");
-        out.insert("bare".into(), bare.json());
-        out.insert("bare_async".into(), bare_async.json());
-        out.insert("bare_tuned".into(), tuned.json());
-        out.insert("bare_tuned_async".into(), tuned_async.json());
-        out.insert(
-            "governed_over_tuned_ratio".into(),
-            json!(round(over_tuned * 100.0) / 100.0),
-        );
-        out.insert("governance_added_us".into(), json!(round(added)));
-        out.insert("governed".into(), governed.json());
-        out.insert(
-            "governed_over_bare_ratio".into(),
-            json!(round(ratio * 100.0) / 100.0),
-        );
-        out.insert("governed_read_file".into(), read.json());
+        floor_rows(&controller, scale, &mut out);
     }
     if want(4) {
         throughput_row(&controller, cores, &mut out);
@@ -415,6 +409,64 @@ fn main() {
         rss_row(&controller, &mut out);
     }
     write_json(out);
+}
+
+fn floor_rows(controller: &Controller, scale: usize, out: &mut Map<String, Value>) {
+    let calc_wasm = std::fs::read(CALC).expect("calc plugin (build the tests crate first)");
+    let floors = [
+        Floor::new(&calc_wasm, Engine::Pooling, Api::Sync),
+        Floor::new(&calc_wasm, Engine::Pooling, Api::Async),
+        Floor::new(&calc_wasm, Engine::Tuned, Api::Sync),
+        Floor::new(&calc_wasm, Engine::Tuned, Api::Async),
+    ];
+    let mut samples = interleaved(controller, &floors, 5000 * scale).into_iter();
+    let mut next = || summarize(samples.next().expect("one set of samples per kind"));
+    let (bare, bare_async, tuned, tuned_async, governed) = (next(), next(), next(), next(), next());
+    bare.line("1. bare wasmtime: instantiate + call + drop (calc)");
+    bare_async.line("   the same, wasmtime async API (as the host calls)");
+    tuned.line("   the same on the host's tuned engine");
+    tuned_async.line("   the same on the host's tuned engine, async");
+    governed.line("2. governed pipeline, in-process, audit on (calc)");
+    println!("   (rows 1 and 2 interleaved in rounds of {ROUND} calls)");
+    print_steps(controller);
+    let ratio = governed.median_us / bare.median_us;
+    println!("3. governed / bare (medians)                                {ratio:>9.2}x");
+    // The tuned engine is the stricter floor: what governance adds on top
+    // of the sandbox the host actually runs. The host must call plugins
+    // through the async API (the sync one cannot stop a guest blocked in a
+    // host call), so the async floor is the like-for-like one.
+    let over_tuned = governed.median_us / tuned.median_us;
+    let over_tuned_async = governed.median_us / tuned_async.median_us;
+    let added = governed.median_us - tuned_async.median_us;
+    println!(
+        "   governed / the tuned engine, sync API / async API       {over_tuned:>9.2}x / {over_tuned_async:.2}x   governance adds {added:.1} µs"
+    );
+    let read = summarize(governed_calls(
+        controller,
+        "read_file",
+        READ_ARGS,
+        2000 * scale,
+    ));
+    read.line("   governed read_file of a small file");
+    out.insert("bare".into(), bare.json());
+    out.insert("bare_async".into(), bare_async.json());
+    out.insert("bare_tuned".into(), tuned.json());
+    out.insert("bare_tuned_async".into(), tuned_async.json());
+    out.insert(
+        "governed_over_tuned_ratio".into(),
+        json!(round(over_tuned * 100.0) / 100.0),
+    );
+    out.insert(
+        "governed_over_tuned_async_ratio".into(),
+        json!(round(over_tuned_async * 100.0) / 100.0),
+    );
+    out.insert("governance_added_us".into(), json!(round(added)));
+    out.insert("governed".into(), governed.json());
+    out.insert(
+        "governed_over_bare_ratio".into(),
+        json!(round(ratio * 100.0) / 100.0),
+    );
+    out.insert("governed_read_file".into(), read.json());
 }
 
 fn throughput_row(controller: &Arc<Controller>, cores: usize, out: &mut Map<String, Value>) {
@@ -473,7 +525,39 @@ fn batch_row(controller: &Controller, out: &mut Map<String, Value>) {
     );
 }
 
+/// Row 7. The server, its `ping` and `cat` are measured in interleaved
+/// rounds, once with client and server scheduled freely and once with both
+/// bound to one core. On this VM a wake-up across vCPUs costs tens of
+/// microseconds each way (the `cat` floor shows it); on one core the
+/// figures are the software's own.
 fn mcp_row(scale: usize, out: &mut Map<String, Value>) {
+    let free = mcp_rounds(scale);
+    let one_core = mcp::on_one_core(|| mcp_rounds(scale));
+    let [call, ping, echo] = free;
+    call.line("7. MCP stdio tools/call round trip (bare JSON-RPC client)");
+    ping.line("   `ping` round trip (the server's JSON-RPC layer alone)");
+    echo.line("   the same line echoed by `cat` (the pipes' own floor)");
+    let [call_1, ping_1, echo_1] = one_core;
+    call_1.line("   tools/call, client and server on one core");
+    ping_1.line("   `ping`, on one core");
+    echo_1.line("   `cat`, on one core");
+    println!(
+        "   the server's share of a tools/call: {:.1} µs, on one core {:.1} µs (rounds of {ROUND}, interleaved)",
+        call.median_us - echo.median_us,
+        call_1.median_us - echo_1.median_us
+    );
+    out.insert("mcp_stdio_round_trip".into(), call.json());
+    out.insert("mcp_stdio_ping".into(), ping.json());
+    out.insert("pipe_echo_round_trip".into(), echo.json());
+    out.insert(
+        "mcp_stdio_one_core".into(),
+        json!({ "tools_call": call_1.json(), "ping": ping_1.json(), "pipe_echo": echo_1.json() }),
+    );
+}
+
+/// `tools/call`, `ping` and `cat` round trips, `3000 * scale` of each, in
+/// interleaved rounds of [`ROUND`].
+fn mcp_rounds(scale: usize) -> [Summary; 3] {
     let binary = std::env::current_exe()
         .expect("own path")
         .with_file_name("toolwarden");
@@ -484,18 +568,21 @@ fn mcp_row(scale: usize, out: &mut Map<String, Value>) {
         &mcp_host.workspace,
         &mcp_host.state,
     );
-    let args: Value = serde_json::from_str(CALC_ARGS).expect("JSON");
-    let round_trip = summarize(server.round_trips("calc", args.clone(), 3000 * scale));
-    drop(server);
-    round_trip.line("7. MCP stdio tools/call round trip (bare JSON-RPC client)");
-    let echo = summarize(mcp::Server::echo().echo_round_trips("calc", args, 3000 * scale));
-    echo.line("   the same line echoed by `cat` (the pipes' own floor)");
-    println!(
-        "   the server's share of the round trip                    median {:>9.1} µs",
-        round_trip.median_us - echo.median_us
-    );
-    out.insert("mcp_stdio_round_trip".into(), round_trip.json());
-    out.insert("pipe_echo_round_trip".into(), echo.json());
+    let mut echo = mcp::Server::echo();
+    let mut samples: [Vec<Duration>; 3] = Default::default();
+    let n = 3000 * scale;
+    for round in 0..=n / ROUND {
+        let call = server.round_trips(Exchange::CallCalc, ROUND);
+        let ping = server.round_trips(Exchange::Ping, ROUND);
+        let echoed = echo.round_trips(Exchange::Echo, ROUND);
+        // Round 0 warms up and is not kept.
+        if round > 0 {
+            samples[0].extend(call);
+            samples[1].extend(ping);
+            samples[2].extend(echoed);
+        }
+    }
+    samples.map(summarize)
 }
 
 fn rss_row(controller: &Arc<Controller>, out: &mut Map<String, Value>) {

@@ -14,6 +14,45 @@ pub struct Server {
     next_id: u64,
 }
 
+/// What one round trip sends, and what its answer must look like.
+#[derive(Clone, Copy, Debug)]
+pub enum Exchange {
+    /// `tools/call` of `calc`; the answer must be a success.
+    CallCalc,
+    /// `ping`: the server's JSON-RPC layer with no tool behind it.
+    Ping,
+    /// A `tools/call` line sent to `cat`, which must come back unchanged.
+    Echo,
+}
+
+impl Exchange {
+    fn request(self) -> (&'static str, Value) {
+        match self {
+            Exchange::CallCalc | Exchange::Echo => (
+                "tools/call",
+                json!({ "name": "calc", "arguments": { "op": "mul", "a": 6, "b": 7 } }),
+            ),
+            Exchange::Ping => ("ping", json!({})),
+        }
+    }
+
+    fn check(self, answer: &Value) {
+        match self {
+            Exchange::CallCalc => assert_eq!(
+                answer["result"]["isError"],
+                json!(false),
+                "the benchmarked call failed: {answer}"
+            ),
+            Exchange::Ping => assert!(answer.get("result").is_some(), "ping failed: {answer}"),
+            Exchange::Echo => assert_eq!(
+                answer["method"],
+                json!("tools/call"),
+                "not an echo: {answer}"
+            ),
+        }
+    }
+}
+
 impl Server {
     /// Starts `toolwarden serve` and completes the `initialize` handshake.
     pub fn start(binary: &Path, plugins: &Path, workspace: &Path, state: &Path) -> Server {
@@ -86,56 +125,19 @@ impl Server {
         }
     }
 
-    /// `n` sequential `tools/call` round trips of one tool.
-    pub fn round_trips(&mut self, tool: &str, args: Value, n: usize) -> Vec<Duration> {
-        self.timed(
-            "tools/call",
-            json!({ "name": tool, "arguments": args }),
-            n,
-            |response| {
-                assert_eq!(
-                    response["result"]["isError"],
-                    json!(false),
-                    "the benchmarked call failed: {response}"
-                );
-            },
-        )
-    }
-
-    /// `n` sequential round trips of an echoed `tools/call` line.
-    pub fn echo_round_trips(&mut self, tool: &str, args: Value, n: usize) -> Vec<Duration> {
-        self.timed(
-            "tools/call",
-            json!({ "name": tool, "arguments": args }),
-            n,
-            |echoed| {
-                assert_eq!(
-                    echoed["method"],
-                    json!("tools/call"),
-                    "not an echo: {echoed}"
-                );
-            },
-        )
-    }
-
-    fn timed(
-        &mut self,
-        method: &str,
-        params: Value,
-        n: usize,
-        check: impl Fn(&Value),
-    ) -> Vec<Duration> {
-        let mut once = || {
-            let started = Instant::now();
-            let response = self.request(method, params.clone());
-            let elapsed = started.elapsed();
-            check(&response);
-            elapsed
-        };
-        (0..n / 10).for_each(|_| {
-            once();
-        });
-        (0..n).map(|_| once()).collect()
+    /// `n` sequential round trips of `exchange`, each timed from the
+    /// request's first byte to the answer's last.
+    pub fn round_trips(&mut self, exchange: Exchange, n: usize) -> Vec<Duration> {
+        let (method, params) = exchange.request();
+        (0..n)
+            .map(|_| {
+                let started = Instant::now();
+                let answer = self.request(method, params.clone());
+                let elapsed = started.elapsed();
+                exchange.check(&answer);
+                elapsed
+            })
+            .collect()
     }
 }
 
@@ -144,4 +146,39 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Runs `f` with the calling thread (and so every process it starts) bound
+/// to CPU 0, then lets it run anywhere again.
+pub fn on_one_core<R>(f: impl FnOnce() -> R) -> R {
+    let all = affinity();
+    set_affinity(&[0]);
+    let result = f();
+    set_affinity(&all);
+    result
+}
+
+fn affinity() -> Vec<usize> {
+    // SAFETY: `set` is a plain bit set that the call fills in.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return vec![0];
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&cpu| libc::CPU_ISSET(cpu, &set))
+            .collect()
+    }
+}
+
+fn set_affinity(cpus: &[usize]) {
+    // SAFETY: `set` is a plain bit set filled here before the call reads it.
+    let done = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &cpu in cpus {
+            libc::CPU_SET(cpu, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    assert_eq!(done, 0, "cannot set the CPU affinity to {cpus:?}");
 }

@@ -19,18 +19,32 @@ use tokio::sync::Notify;
 /// `write_file`) is well under it.
 pub const MAX_ARGS_BYTES: usize = 4 << 20;
 
+/// A fresh uuid v7 (time-ordered), in its hyphenated form, allocated once.
+/// The id is cloned into every step and record of a call, so it is shared
+/// rather than copied.
+fn fresh_id() -> Arc<str> {
+    let mut text = uuid::Uuid::encode_buffer();
+    Arc::from(&*uuid::Uuid::now_v7().hyphenated().encode_lower(&mut text))
+}
+
 /// Unique id of one call, kept through every step and in every result.
+/// Cloning it is cheap: the text is shared.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct CallId(String);
+pub struct CallId(Arc<str>);
 
 impl CallId {
     /// A fresh, time-ordered id.
     pub fn new() -> Self {
-        CallId(uuid::Uuid::now_v7().to_string())
+        CallId(fresh_id())
     }
 
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// The id's text, shared.
+    pub fn shared(&self) -> Arc<str> {
+        Arc::clone(&self.0)
     }
 }
 
@@ -42,7 +56,7 @@ impl Default for CallId {
 
 impl From<String> for CallId {
     fn from(id: String) -> Self {
-        CallId(id)
+        CallId(Arc::from(id))
     }
 }
 
@@ -52,10 +66,11 @@ impl fmt::Display for CallId {
     }
 }
 
-/// The agent session a call belongs to.
+/// The agent session a call belongs to. Cloning it is cheap: the text is
+/// shared.
 #[derive(Clone, Debug)]
 pub struct SessionId {
-    id: String,
+    id: Arc<str>,
     /// Made by [`SessionId::new`] in this process, so it has no history
     /// anywhere yet: budgets need not look it up.
     minted: bool,
@@ -65,13 +80,18 @@ impl SessionId {
     /// A fresh session id, for callers that did not name one.
     pub fn new() -> Self {
         SessionId {
-            id: uuid::Uuid::now_v7().to_string(),
+            id: fresh_id(),
             minted: true,
         }
     }
 
     pub fn as_str(&self) -> &str {
         &self.id
+    }
+
+    /// The id's text, shared.
+    pub fn shared(&self) -> Arc<str> {
+        Arc::clone(&self.id)
     }
 
     /// Whether this process made the id (rather than a caller naming it).
@@ -102,7 +122,10 @@ impl Default for SessionId {
 
 impl From<String> for SessionId {
     fn from(id: String) -> Self {
-        SessionId { id, minted: false }
+        SessionId {
+            id: Arc::from(id),
+            minted: false,
+        }
     }
 }
 
@@ -218,13 +241,28 @@ impl CallRequest {
     }
 }
 
+/// Lower-case hex of a SHA-256, written on the stack so that the shared
+/// text is the only allocation.
+fn shared_hex(digest: &[u8]) -> Arc<str> {
+    let mut text = [0u8; 64];
+    let written = hex::encode_to_slice(digest, &mut text)
+        .ok()
+        .and_then(|()| std::str::from_utf8(&text).ok());
+    match written {
+        Some(text) => Arc::from(text),
+        // Not 32 bytes: no stack buffer fits, so the plain way.
+        None => Arc::from(hex::encode(digest)),
+    }
+}
+
 /// Arguments after materialization: parsed, canonical, digested.
 #[derive(Clone, Debug)]
 pub struct Arguments {
     /// Shared with the audit record of the call, which must not cost a copy.
     value: Arc<Value>,
     canonical: String,
-    digest: String,
+    /// Shared with the audit record, the budget ledger and the execution row.
+    digest: Arc<str>,
 }
 
 impl Arguments {
@@ -252,9 +290,16 @@ impl Arguments {
                 "the arguments must be a JSON object, e.g. {\"path\": \"README.md\"}",
             ));
         }
-        // serde_json's map keeps keys sorted, so its compact form is canonical.
-        let canonical = value.to_string();
-        let digest = hex::encode(Sha256::digest(canonical.as_bytes()));
+        // serde_json's map keeps keys sorted, so its compact form is
+        // canonical. (`to_string` on the value goes through `fmt` and grows
+        // its buffer from nothing; this starts with room for most calls.)
+        let canonical = serde_json::to_string(&value).map_err(|e| {
+            CallError::new(
+                ErrorCode::InvalidArgs,
+                format!("the arguments cannot be written back as JSON: {e}"),
+            )
+        })?;
+        let digest = shared_hex(&Sha256::digest(canonical.as_bytes()));
         Ok(Arguments {
             value: Arc::new(value),
             canonical,
@@ -279,6 +324,11 @@ impl Arguments {
     /// SHA-256 of the canonical text, hex.
     pub fn digest(&self) -> &str {
         &self.digest
+    }
+
+    /// The digest, shared.
+    pub fn shared_digest(&self) -> Arc<str> {
+        Arc::clone(&self.digest)
     }
 }
 

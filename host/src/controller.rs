@@ -293,19 +293,19 @@ impl Controller {
             .record(&subject, events, trail.execution.take())
         {
             tracing::error!(
-                call = subject.call_id,
+                call = &*subject.call_id,
                 "the audit trail of this call could not be written: {e}"
             );
         }
         tracing::debug!(
-            call = subject.call_id,
-            tool = subject.tool,
+            call = &*subject.call_id,
+            tool = &*subject.tool,
             ?status,
             duration_us,
             "call finished"
         );
         CallResult {
-            call_id: subject.call_id.clone(),
+            call_id: subject.call_id.to_string(),
             tool: request.tool,
             status,
             value,
@@ -334,7 +334,7 @@ impl Controller {
         trail.end(|| format!("canonical arguments, SHA-256 {}", &args.digest()[..16]));
         trail.events.push(Event::Call {
             args: args.shared_value(),
-            args_digest: args.digest().to_owned(),
+            args_digest: args.shared_digest(),
         });
         trail.begin("resolve");
         let resolved = self.registry().resolve(&request.tool, args)?;

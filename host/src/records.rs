@@ -81,9 +81,9 @@ impl Records {
         let decided = self.approvals.decide(id, approve, reason)?;
         if let Some((approval, true)) = &decided {
             let subject = Arc::new(Subject {
-                call_id: String::new(),
-                session: approval.session.clone(),
-                tool: approval.tool.clone(),
+                call_id: Arc::from(""),
+                session: Arc::from(approval.session.as_str()),
+                tool: Arc::from(approval.tool.as_str()),
             });
             let event = Event::ApprovalDecided {
                 approval_id: id.to_owned(),

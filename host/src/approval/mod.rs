@@ -182,7 +182,12 @@ impl Approvals {
         let (tool, args) = validated.into_resolved().into_parts();
         match decision.verdict {
             Verdict::Allow => return Ok(PreparedCall { tool, args, grant }),
-            Verdict::Deny => return Err(CallError::new(ErrorCode::PolicyDenied, decision.reason)),
+            Verdict::Deny => {
+                return Err(CallError::new(
+                    ErrorCode::PolicyDenied,
+                    decision.reason.to_string(),
+                ));
+            }
             Verdict::Ask => {}
         }
         let now = now_ms();
@@ -195,7 +200,7 @@ impl Approvals {
             plugin_sha256: tool.plugin.sha256.clone(),
             grant_fs: grant.fs.as_str().to_owned(),
             policy_hash: self.policy_hash.clone(),
-            reason: decision.reason,
+            reason: decision.reason.to_string(),
             state: ApprovalState::Pending,
             decided_reason: None,
             created_ms: now,

@@ -26,13 +26,13 @@ pub enum Event {
     /// The call as materialized (arguments redacted) and its digest.
     Call {
         args: Arc<Value>,
-        args_digest: String,
+        args_digest: Arc<str>,
     },
     /// What the policy decided.
     Policy {
         verdict: &'static str,
-        matched_rules: Vec<usize>,
-        reason: String,
+        matched_rules: crate::policy::RuleNumbers,
+        reason: Arc<str>,
     },
     /// The call stopped before running (unknown tool, invalid arguments,
     /// policy or guard denial, approval problem).
@@ -87,20 +87,21 @@ impl Event {
     }
 }
 
-/// Which call the events belong to.
+/// Which call the events belong to. Its texts are shared with the request
+/// and with every row written for it.
 #[derive(Clone, Debug)]
 pub struct Subject {
-    pub call_id: String,
-    pub session: String,
-    pub tool: String,
+    pub call_id: Arc<str>,
+    pub session: Arc<str>,
+    pub tool: Arc<str>,
 }
 
 impl Subject {
     pub fn of(request: &crate::call::CallRequest) -> Subject {
         Subject {
-            call_id: request.call_id.as_str().to_owned(),
-            session: request.session.as_str().to_owned(),
-            tool: request.tool.clone(),
+            call_id: request.call_id.shared(),
+            session: request.session.shared(),
+            tool: Arc::from(request.tool.as_str()),
         }
     }
 }
@@ -234,10 +235,10 @@ impl Audit {
                 seq,
                 ts_ms: row.ts_ms,
                 data: serde_json::from_str(&row.data).unwrap_or(Value::String(row.data)),
-                call_id: row.call_id,
-                session: row.session,
-                tool: row.tool,
-                kind: row.kind,
+                call_id: row.call_id.to_string(),
+                session: row.session.to_string(),
+                tool: row.tool.to_string(),
+                kind: row.kind.into_owned(),
                 hash,
             })
             .collect())

@@ -39,11 +39,38 @@ impl Redactor {
     }
 
     fn secret(&self, key: &str) -> bool {
-        let key = key.to_lowercase();
-        self.keys.iter().any(|k| key.contains(k.as_str()))
+        // Most keys are ASCII: compare without lowering a copy. Others are
+        // lowered first, since lowering can turn them into ASCII (the
+        // Kelvin sign becomes `k`).
+        if key.is_ascii() {
+            let key = key.as_bytes();
+            self.keys
+                .iter()
+                .any(|k| contains_ignoring_case(key, k.as_bytes()))
+        } else {
+            let key = key.to_lowercase();
+            self.keys.iter().any(|k| key.contains(k.as_str()))
+        }
     }
 
-    pub fn redact(&self, value: &Value) -> Value {
+    /// Whether anything in `value` would be masked.
+    fn has_secrets(&self, value: &Value) -> bool {
+        match value {
+            Value::Object(map) => map
+                .iter()
+                .any(|(k, v)| self.secret(k) || self.has_secrets(v)),
+            Value::Array(items) => items.iter().any(|v| self.has_secrets(v)),
+            Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => false,
+        }
+    }
+
+    /// `value` with its secrets masked, or `None` when it holds none (most
+    /// values), so that the caller keeps what it has instead of a copy.
+    pub fn masked(&self, value: &Value) -> Option<Value> {
+        self.has_secrets(value).then(|| self.redact(value))
+    }
+
+    fn redact(&self, value: &Value) -> Value {
         match value {
             Value::Object(map) => Value::Object(
                 map.iter()
@@ -65,6 +92,15 @@ impl Redactor {
     }
 }
 
+/// Whether `needle` (lower-case ASCII) occurs in `haystack`, ignoring ASCII
+/// case. An empty needle occurs everywhere, as with `str::contains`.
+fn contains_ignoring_case(haystack: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty()
+        || haystack
+            .windows(needle.len())
+            .any(|window| window.eq_ignore_ascii_case(needle))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,8 +120,28 @@ mod tests {
     fn the_key_list_is_configurable() {
         let r = Redactor::new(["ssn".to_owned()]);
         assert_eq!(
-            r.redact(&json!({"SSN": 1, "password": 2})),
-            json!({"SSN": "[REDACTED]", "password": 2})
+            r.masked(&json!({"SSN": 1, "password": 2})),
+            Some(json!({"SSN": "[REDACTED]", "password": 2}))
+        );
+    }
+
+    #[test]
+    fn a_value_without_secret_keys_needs_no_copy() {
+        // Only keys are looked at: a value that reads "password" is no key.
+        let r = Redactor::default();
+        assert_eq!(
+            r.masked(&json!({"path": "a", "items": [{"n": 1}], "x": "password"})),
+            None
+        );
+    }
+
+    #[test]
+    fn keys_lowered_into_a_secret_are_masked() {
+        // U+212A KELVIN SIGN lowers to an ASCII `k`.
+        let r = Redactor::default();
+        assert_eq!(
+            r.masked(&json!({"TO\u{212A}EN": "t"})),
+            Some(json!({"TO\u{212A}EN": "[REDACTED]"}))
         );
     }
 }

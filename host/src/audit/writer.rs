@@ -12,6 +12,7 @@
 use super::{Event, Subject, record_hash};
 use crate::audit::Redactor;
 use crate::store::{ExecutionRow, NewAuditRow, Store, now_ms};
+use std::borrow::Cow;
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -126,9 +127,9 @@ impl Writer {
     /// Returns once everything queued before the call is committed.
     pub fn flush(&self) -> Result<(), String> {
         let nobody = Arc::new(Subject {
-            call_id: String::new(),
-            session: String::new(),
-            tool: String::new(),
+            call_id: Arc::from(""),
+            session: Arc::from(""),
+            tool: Arc::from(""),
         });
         self.submit(&nobody, Vec::new(), None, true)
     }
@@ -161,18 +162,26 @@ fn rows_of(job: &mut Job, redactor: &Redactor) -> Vec<NewAuditRow> {
         .iter_mut()
         .map(|event| {
             match event {
-                Event::Call { args, .. } => *args = Arc::new(redactor.redact(args)),
+                Event::Call { args, .. } => {
+                    if let Some(masked) = redactor.masked(args) {
+                        *args = Arc::new(masked);
+                    }
+                }
                 Event::Outcome {
                     value: Some(value), ..
-                } => *value = redactor.redact(value),
+                } => {
+                    if let Some(masked) = redactor.masked(value) {
+                        *value = masked;
+                    }
+                }
                 _ => {}
             }
             NewAuditRow {
                 ts_ms: job.ts_ms,
-                call_id: job.subject.call_id.clone(),
-                session: job.subject.session.clone(),
-                tool: job.subject.tool.clone(),
-                kind: event.kind().to_owned(),
+                call_id: Arc::clone(&job.subject.call_id),
+                session: Arc::clone(&job.subject.session),
+                tool: Arc::clone(&job.subject.tool),
+                kind: Cow::Borrowed(event.kind()),
                 data: serde_json::to_string(event)
                     .unwrap_or_else(|e| format!("{{\"unserializable\":\"{e}\"}}")),
             }

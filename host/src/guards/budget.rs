@@ -44,35 +44,36 @@ fn exceeded(message: String) -> Result<(), CallError> {
 /// dropped and read back from the database when they return.
 const MAX_SESSIONS: usize = 4096;
 
-/// What one session has executed (or reserved) so far.
+/// What one session has executed (or reserved) so far. Keys are shared
+/// with the calls' records, so counting a call copies no text.
 #[derive(Debug, Default)]
 struct SessionTotals {
     calls: u64,
     run_us: u64,
     /// Reservations not yet executed or given back.
     in_flight: u64,
-    tools: HashMap<String, ToolTotals>,
+    tools: HashMap<Arc<str>, ToolTotals>,
 }
 
 #[derive(Debug, Default)]
 struct ToolTotals {
     calls: u64,
     /// Calls per argument digest.
-    per_args: HashMap<String, u64>,
+    per_args: HashMap<Arc<str>, u64>,
 }
 
 impl SessionTotals {
-    fn add(&mut self, tool: &str, digest: &str, calls: u64) {
+    fn add(&mut self, tool: &Arc<str>, digest: &Arc<str>, calls: u64) {
         self.calls += calls;
         let per_tool = match self.tools.get_mut(tool) {
             Some(t) => t,
-            None => self.tools.entry(tool.to_owned()).or_default(),
+            None => self.tools.entry(Arc::clone(tool)).or_default(),
         };
         per_tool.calls += calls;
         match per_tool.per_args.get_mut(digest) {
             Some(n) => *n += calls,
             None => {
-                per_tool.per_args.insert(digest.to_owned(), calls);
+                per_tool.per_args.insert(Arc::clone(digest), calls);
             }
         }
     }
@@ -91,7 +92,7 @@ impl SessionTotals {
 /// Every session's totals, shared by the guard and the reservations it hands out.
 #[derive(Debug)]
 pub(super) struct Ledger {
-    sessions: Mutex<HashMap<String, SessionTotals>>,
+    sessions: Mutex<HashMap<Arc<str>, SessionTotals>>,
     store: Arc<Store>,
 }
 
@@ -100,9 +101,9 @@ pub(super) struct Ledger {
 #[derive(Debug)]
 pub struct Reservation {
     ledger: Arc<Ledger>,
-    session: String,
-    tool: String,
-    digest: String,
+    session: Arc<str>,
+    tool: Arc<str>,
+    digest: Arc<str>,
     spent: bool,
 }
 
@@ -117,9 +118,9 @@ impl Reservation {
             totals.in_flight = totals.in_flight.saturating_sub(1);
         }
         ExecutionRow {
-            session: std::mem::take(&mut self.session),
-            tool: std::mem::take(&mut self.tool),
-            args_digest: std::mem::take(&mut self.digest),
+            session: Arc::clone(&self.session),
+            tool: Arc::clone(&self.tool),
+            args_digest: Arc::clone(&self.digest),
             duration_us: us as i64,
             ts_ms: now_ms(),
         }
@@ -145,7 +146,7 @@ impl Ledger {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, SessionTotals>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<Arc<str>, SessionTotals>> {
         // Totals are plain counters: a panic elsewhere cannot leave them torn.
         self.sessions
             .lock()
@@ -167,7 +168,8 @@ impl Ledger {
                 )
             })?;
         for g in groups {
-            totals.add(&g.tool, &g.args_digest, g.calls.max(0) as u64);
+            let (tool, digest) = (Arc::from(g.tool), Arc::from(g.args_digest));
+            totals.add(&tool, &digest, g.calls.max(0) as u64);
             totals.run_us += g.duration_us.max(0) as u64;
         }
         Ok(totals)
@@ -180,7 +182,7 @@ impl Ledger {
         budget: &Budget,
         session: &SessionId,
         tool: &Tool,
-        digest: &str,
+        digest: Arc<str>,
     ) -> Result<Reservation, CallError> {
         let mut sessions = self.lock();
         let totals = match sessions.get_mut(session.as_str()) {
@@ -190,19 +192,17 @@ impl Ledger {
                 if sessions.len() >= MAX_SESSIONS {
                     sessions.retain(|_, t| t.in_flight > 0);
                 }
-                sessions
-                    .entry(session.as_str().to_owned())
-                    .or_insert(loaded)
+                sessions.entry(session.shared()).or_insert(loaded)
             }
         };
-        check(budget, totals, tool, digest)?;
-        totals.add(&tool.spec.name, digest, 1);
+        check(budget, totals, tool, &digest)?;
+        totals.add(&tool.name, &digest, 1);
         totals.in_flight += 1;
         Ok(Reservation {
             ledger: Arc::clone(self),
-            session: session.as_str().to_owned(),
-            tool: tool.spec.name.clone(),
-            digest: digest.to_owned(),
+            session: session.shared(),
+            tool: Arc::clone(&tool.name),
+            digest,
             spent: false,
         })
     }

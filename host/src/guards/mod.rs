@@ -101,7 +101,7 @@ impl Guards {
         }
         let reservation =
             self.ledger
-                .reserve(&self.budget, session, tool, resolved.args().digest())?;
+                .reserve(&self.budget, session, tool, resolved.args().shared_digest())?;
         Ok((AdmittedCall { call }, reservation))
     }
 }

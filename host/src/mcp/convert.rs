@@ -36,8 +36,9 @@ pub(super) fn tool(spec: &ToolSpec) -> Tool {
 /// A result as MCP returns it. Success: the model-facing text plus the
 /// canonical value as `structuredContent`. Anything else: `isError`, text
 /// that starts with the code and says what happened, and the machine-readable
-/// details in `_meta.toolwarden`.
-pub(super) fn result(r: &CallResult) -> CallToolResult {
+/// details in `_meta.toolwarden`. Takes the result whole: its value and text
+/// move into the answer.
+pub(super) fn result(r: CallResult) -> CallToolResult {
     let meta = json!({
         "call_id": r.call_id,
         "status": r.status.as_str(),
@@ -46,12 +47,11 @@ pub(super) fn result(r: &CallResult) -> CallToolResult {
     });
     let mut meta_object = Map::new();
     meta_object.insert("toolwarden".into(), meta);
-    let mut out = match (&r.value, &r.error) {
+    let mut out = match (r.value, &r.error) {
         (Some(value), None) => {
-            let mut ok = CallToolResult::structured(value.clone());
-            ok.content = vec![ContentBlock::text(
-                r.content.clone().unwrap_or_else(|| value.to_string()),
-            )];
+            let text = r.content.unwrap_or_else(|| value.to_string());
+            let mut ok = CallToolResult::structured(value);
+            ok.content = vec![ContentBlock::text(text)];
             ok
         }
         (_, Some(error)) => CallToolResult::error(vec![ContentBlock::text(format!(

@@ -353,11 +353,13 @@ impl ServerHandler for Server {
         params: CallToolRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let args = params
-            .arguments
-            .as_ref()
-            .map(|a| serde_json::Value::Object(a.clone()).to_string())
-            .unwrap_or_else(|| "{}".into());
+        // Written straight from the parsed map; the controller parses it once
+        // more into the canonical form it binds approvals to.
+        let args = match &params.arguments {
+            Some(arguments) => serde_json::to_string(arguments)
+                .map_err(|e| McpError::invalid_params(format!("unusable arguments: {e}"), None))?,
+            None => "{}".into(),
+        };
         let mut request =
             CallRequest::new(params.name.to_string(), args).in_session(self.session.clone());
         let modern = cx
@@ -367,7 +369,7 @@ impl ServerHandler for Server {
             && let Some(state) = params.request_state.as_deref()
             && let Err(refusal) = self.resume(state, &params, &mut request)
         {
-            return Ok(convert::result(&refusal).into());
+            return Ok(convert::result(*refusal).into());
         }
         let (progress, forwarder) = progress_forwarder(&cx).unzip();
         request.progress = progress;
@@ -391,6 +393,6 @@ impl ServerHandler for Server {
         if let Some(forwarder) = forwarder {
             let _ = forwarder.await;
         }
-        Ok(asked.unwrap_or_else(|| convert::result(&result).into()))
+        Ok(asked.unwrap_or_else(|| convert::result(result).into()))
     }
 }

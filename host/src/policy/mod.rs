@@ -19,6 +19,8 @@ use crate::schema::ValidatedCall;
 use crate::spec::{Risk, ToolSpec};
 use serde::Serialize;
 use serde_json::Value;
+use smallvec::SmallVec;
+use std::sync::Arc;
 
 /// The compiled rules.
 #[derive(Debug, Default)]
@@ -34,15 +36,20 @@ pub struct PolicyError {
     pub hint: String,
 }
 
-/// What the rules decide for one call, and why.
+/// Rule numbers a decision holds inline: a call copies its decision into
+/// the audit trail, and most calls match a rule or two.
+pub type RuleNumbers = SmallVec<[usize; 4]>;
+
+/// What the rules decide for one call, and why. Cheap to copy: the reason
+/// is shared with the rule that gave it.
 #[derive(Clone, Debug, Serialize)]
 pub struct Decision {
     pub verdict: Verdict,
     /// Numbers (1-based, in file order) of the rules that matched; empty
     /// when the default applied.
-    pub matched: Vec<usize>,
+    pub matched: RuleNumbers,
     /// Never empty: the deciding rule's reason, or why the default applied.
-    pub reason: String,
+    pub reason: Arc<str>,
     /// Some rules depend on argument values, so a call may be decided
     /// differently than this (only when no arguments were given).
     pub depends_on_args: bool,
@@ -164,7 +171,7 @@ impl Policy {
     ) -> Decision {
         let dangerous = spec.risk == Risk::Dangerous;
         let mut deciding: Option<&Rule> = None;
-        let mut matched = Vec::new();
+        let mut matched = RuleNumbers::new();
         let mut depends_on_args = false;
         for rule in &self.rules {
             let seen = match rule.check(spec, plugin, args) {
@@ -192,28 +199,28 @@ impl Policy {
             Some(rule) => Decision {
                 verdict: rule.verdict(),
                 matched,
-                reason: rule.describe().to_owned(),
+                reason: rule.describe(),
                 depends_on_args,
             },
             None if dangerous => Decision {
                 verdict: Verdict::Deny,
                 matched,
-                reason: format!(
+                reason: Arc::from(format!(
                     "`{name}` is a dangerous tool and no rule names it exactly, so it is denied; \
                      to allow it, add a rule with tools = [\"{name}\"] (a glob is not enough)",
                     name = spec.name
-                ),
+                )),
                 depends_on_args,
             },
             None => Decision {
                 verdict: Verdict::Deny,
                 matched,
-                reason: format!(
+                reason: Arc::from(format!(
                     "no policy rule matches `{name}`, and the default is deny; to allow it, add \
                      to toolwarden.toml: [[rule]] tools = [\"{name}\"] decision = \"allow\" \
                      reason = \"why this is safe\"",
                     name = spec.name
-                ),
+                )),
                 depends_on_args,
             },
         }
@@ -233,7 +240,10 @@ impl Policy {
             Some(resolved.args().value()),
         );
         match decision.verdict {
-            Verdict::Deny => Err(CallError::new(ErrorCode::PolicyDenied, decision.reason)),
+            Verdict::Deny => Err(CallError::new(
+                ErrorCode::PolicyDenied,
+                decision.reason.to_string(),
+            )),
             Verdict::Allow | Verdict::Ask => {
                 let grant = Grant {
                     fs: FsAccess::for_tool(tool.spec.filesystem, session),

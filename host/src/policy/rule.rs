@@ -11,6 +11,7 @@ use globset::{Glob, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// A decision. Ordered from least to most restrictive, so `max` is the rule
 /// "most restrictive wins".
@@ -76,7 +77,8 @@ pub struct Rule {
     index: usize,
     def: RuleDef,
     /// The rule as the user wrote it, for messages and the audit log.
-    description: String,
+    /// Shared with every decision it makes.
+    description: Arc<str>,
     tools: Option<GlobSet>,
     plugin: Option<GlobSet>,
     when: Vec<(String, Compiled)>,
@@ -260,12 +262,12 @@ impl Rule {
             }
             when.push((pointer.clone(), compile_pattern(pointer, pattern, &error)?));
         }
-        let description = format!(
+        let description = Arc::from(format!(
             "{} (rule {}{})",
             def.reason,
             index + 1,
             line.map(|l| format!(", line {l}")).unwrap_or_default()
-        );
+        ));
         Ok(Rule {
             index,
             def,
@@ -386,9 +388,10 @@ impl Rule {
             && a.when == b.when
     }
 
-    /// The rule as the user wrote it, for messages and the audit log.
-    pub fn describe(&self) -> &str {
-        &self.description
+    /// The rule as the user wrote it, for messages and the audit log;
+    /// shared with every decision it makes.
+    pub(super) fn describe(&self) -> Arc<str> {
+        Arc::clone(&self.description)
     }
 }
 

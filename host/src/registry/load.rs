@@ -127,6 +127,7 @@ fn check_tool(spec: ToolSpec, plugin: &Arc<Plugin>) -> Result<Tool, PluginError>
         None => None,
     };
     Ok(Tool {
+        name: Arc::from(spec.name.as_str()),
         spec,
         plugin: Arc::clone(plugin),
         input,

@@ -60,6 +60,8 @@ impl Plugin {
 pub struct Tool {
     pub spec: ToolSpec,
     pub plugin: Arc<Plugin>,
+    /// `spec.name`, shared with every record and reservation of its calls.
+    pub(crate) name: Arc<str>,
     pub(crate) input: Schema,
     pub(crate) output: Option<Schema>,
 }

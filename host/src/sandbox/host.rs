@@ -25,7 +25,7 @@ impl Host for CallState {
             host.log_bytes_left - end
         };
         let text = &message[..end];
-        let (tool, call) = (&host.tool, &host.call_id);
+        let (tool, call) = (&*host.tool, &*host.call_id);
         match level {
             Level::Trace => tracing::trace!(tool, call, "plugin: {text}"),
             Level::Debug => tracing::debug!(tool, call, "plugin: {text}"),

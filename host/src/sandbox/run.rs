@@ -12,6 +12,8 @@ use crate::error::PluginError;
 use crate::outcome::{CallError, ErrorCode};
 use crate::spec::{Effect, Effects, FsNeed, Risk, ToolSpec};
 use std::future::Future;
+use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 use wasmtime::component::ResourceTable;
 use wasmtime::{Store, Trap};
@@ -120,16 +122,30 @@ fn new_store(
 /// Races the guest against its deadline and its cancellation. A guest that
 /// computes yields at every epoch tick; one blocked in an async host call is
 /// stopped by dropping its future. Either way the store is unusable after.
+///
+/// Most calls finish in their first poll, without ever yielding. The timer
+/// and the cancellation waiter are armed only when the guest yields:
+/// registering them costs more than everything else governance does to such
+/// a call. The deadline still counts from the start, and a guest cannot run
+/// past its first yield unwatched (the next epoch tick at the latest).
 async fn race<R>(
     guest: impl Future<Output = Result<R, (Phase, wasmtime::Error)>>,
     timeout: Duration,
     cancel: &CancelToken,
 ) -> Result<Result<R, (Phase, wasmtime::Error)>, ErrorCode> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    if cancel.is_cancelled() {
+        return Err(ErrorCode::Cancelled);
+    }
+    let mut guest = std::pin::pin!(guest);
+    if let Poll::Ready(outcome) = futures::poll!(guest.as_mut()) {
+        return Ok(outcome);
+    }
     tokio::select! {
         biased;
         _ = cancel.cancelled() => Err(ErrorCode::Cancelled),
         outcome = guest => Ok(outcome),
-        _ = tokio::time::sleep(timeout) => Err(ErrorCode::Timeout),
+        _ = tokio::time::sleep_until(deadline) => Err(ErrorCode::Timeout),
     }
 }
 
@@ -248,22 +264,26 @@ pub(super) async fn invoke(
     let fuel = sandbox.limits.fuel;
     // Beyond `max_instances` calls in flight, a call waits for an instance
     // (still cancellable) rather than failing; the wait is not run time.
-    let _slot = tokio::select! {
-        biased;
-        _ = cx.cancel.cancelled() => {
-            return Execution {
-                result: Err(CallError::new(
-                    ErrorCode::Cancelled,
-                    "the call was cancelled while waiting for a free sandbox; it did not run",
-                )),
-                fuel_used: None,
-            };
-        }
-        slot = sandbox.slots.acquire() => slot,
+    // A free instance is taken without registering as a waiter anywhere.
+    let _slot = match sandbox.slots.try_acquire() {
+        Ok(slot) => Ok(slot),
+        Err(_) => tokio::select! {
+            biased;
+            _ = cx.cancel.cancelled() => {
+                return Execution {
+                    result: Err(CallError::new(
+                        ErrorCode::Cancelled,
+                        "the call was cancelled while waiting for a free sandbox; it did not run",
+                    )),
+                    fuel_used: None,
+                };
+            }
+            slot = sandbox.slots.acquire() => slot,
+        },
     };
     let host = HostState {
-        tool: tool.spec.name.clone(),
-        call_id: cx.call_id.as_str().to_owned(),
+        tool: Arc::clone(&tool.name),
+        call_id: cx.call_id.shared(),
         cancel: cx.cancel.clone(),
         progress: cx.progress.clone(),
         log_bytes_left: super::host::LOG_BUDGET_BYTES,
@@ -321,8 +341,8 @@ pub(super) fn describe(
         .build()
         .map_err(|e| PluginError::Describe(CallError::new(ErrorCode::HostError, e.to_string())))?;
     let host = HostState {
-        tool: "tools()".into(),
-        call_id: String::new(),
+        tool: Arc::from("tools()"),
+        call_id: Arc::from(""),
         cancel: CancelToken::default(),
         progress: None,
         log_bytes_left: super::host::LOG_BUDGET_BYTES,

@@ -2,6 +2,7 @@
 //! memory limiter and the per-call state of the `host` interface.
 
 use crate::call::{CancelToken, ProgressSink};
+use std::sync::Arc;
 use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -46,8 +47,8 @@ impl ResourceLimiter for Limiter {
 
 /// Per-call state of the `host` interface.
 pub(super) struct HostState {
-    pub tool: String,
-    pub call_id: String,
+    pub tool: Arc<str>,
+    pub call_id: Arc<str>,
     pub cancel: CancelToken,
     pub progress: Option<ProgressSink>,
     pub log_bytes_left: usize,

@@ -6,6 +6,7 @@ use super::compile::{
 };
 use super::{MAX_VIOLATIONS, Schema, Violation};
 use serde_json::Value;
+use std::fmt::Write;
 
 fn type_name(v: &Value) -> &'static str {
     match v {
@@ -65,10 +66,27 @@ fn short(v: &Value) -> String {
     }
 }
 
+/// Appends `/token`, escaped as JSON pointers require, and returns the
+/// length to truncate back to. Escapes in place: every property of every
+/// call passes here, and its pointer is only read when it breaks a rule.
 fn push_token(ptr: &mut String, token: &str) -> usize {
     let len = ptr.len();
     ptr.push('/');
-    ptr.push_str(&token.replace('~', "~0").replace('/', "~1"));
+    for c in token.chars() {
+        match c {
+            '~' => ptr.push_str("~0"),
+            '/' => ptr.push_str("~1"),
+            c => ptr.push(c),
+        }
+    }
+    len
+}
+
+/// Appends `/index` for an array item.
+fn push_index(ptr: &mut String, index: usize) -> usize {
+    let len = ptr.len();
+    // Writing into a `String` cannot fail.
+    let _ = write!(ptr, "/{index}");
     len
 }
 
@@ -208,7 +226,7 @@ pub(super) fn check(
             }
             if let Some(item_schema) = &node.items {
                 for (i, item) in items.iter().enumerate() {
-                    let len = push_token(ptr, &i.to_string());
+                    let len = push_index(ptr, i);
                     check(schema, item_schema, item, ptr, out);
                     ptr.truncate(len);
                 }
@@ -324,7 +342,7 @@ pub(super) fn paths(
         Value::Array(items) => {
             if let Some(sub) = &node.items {
                 for (i, item) in items.iter().enumerate() {
-                    let len = push_token(ptr, &i.to_string());
+                    let len = push_index(ptr, i);
                     paths(schema, sub, item, ptr, out);
                     ptr.truncate(len);
                 }

@@ -2,18 +2,21 @@
 
 use super::{ExecutionRow, Store, StoreError};
 use rusqlite::{TransactionBehavior, params};
+use std::borrow::Cow;
+use std::sync::Arc;
 
 /// The chain's first `prev_hash`.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// A record to append; `seq`, `prev_hash` and `hash` are assigned on append.
+/// The texts a call's rows have in common are shared between them.
 #[derive(Clone, Debug)]
 pub struct NewAuditRow {
     pub ts_ms: i64,
-    pub call_id: String,
-    pub session: String,
-    pub tool: String,
-    pub kind: String,
+    pub call_id: Arc<str>,
+    pub session: Arc<str>,
+    pub tool: Arc<str>,
+    pub kind: Cow<'static, str>,
     pub data: String,
 }
 

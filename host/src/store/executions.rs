@@ -3,13 +3,14 @@
 
 use super::{Store, StoreError};
 use rusqlite::params;
+use std::sync::Arc;
 
-/// One call that ran.
+/// One call that ran. Its texts are shared with the call's other records.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExecutionRow {
-    pub session: String,
-    pub tool: String,
-    pub args_digest: String,
+    pub session: Arc<str>,
+    pub tool: Arc<str>,
+    pub args_digest: Arc<str>,
     pub duration_us: i64,
     pub ts_ms: i64,
 }
