@@ -2,14 +2,20 @@
 //!
 //! Prints, in one run, medians and p99s of: (1) bare wasmtime, a pooled
 //! instantiate + call + drop of `calc`, on wasmtime's pooling defaults and
-//! on the host's tuned engine; (2) the same call through the whole governed
-//! pipeline in-process, audit on; (3) its ratio to both floors; (4) governed
-//! calls per second on all cores; (5) startup with 1, 10 and 50 plugins,
-//! cold and warm; (6) a batch of 8 read-only calls against the same 8 run
-//! serially; (7) `tools/call` round trips over MCP stdio with a bare
-//! JSON-RPC client; (8) peak RSS during 1,000 concurrent in-flight calls.
-//! The figures also go to `target/bench/bench-<unix ms>.json`, so two runs
-//! can be compared. Timing belongs here, never in test assertions.
+//! on the host's tuned engine, through the sync and the async API; (2) the
+//! same call through the whole governed pipeline in-process, audit on; (3)
+//! its ratio to the floors; (4) governed calls per second on all cores; (5)
+//! startup with 1, 10 and 50 plugins, cold and warm; (6) a batch of 8
+//! read-only calls against the same 8 run serially; (7) `tools/call` round
+//! trips over MCP stdio with a bare JSON-RPC client, beside `ping` and `cat`,
+//! scheduled freely and on one core; (8) peak RSS during 1,000 concurrent
+//! in-flight calls. The figures also go to `target/bench/bench-<unix ms>.json`,
+//! so two runs can be compared. Timing belongs here, never in test
+//! assertions.
+//!
+//! What is compared is measured interleaved (rows 1 and 2; the three parts
+//! of row 7), in rounds of [`ROUND`] calls: the machine's speed drifts, and
+//! measured one after the other the drift would land in the ratios.
 //!
 //! `BENCH_SCALE` (default 1) multiplies the iteration counts; `BENCH_ROWS`
 //! (e.g. `1,2,7`) runs only those rows.
