@@ -123,11 +123,11 @@ fn new_store(
 /// computes yields at every epoch tick; one blocked in an async host call is
 /// stopped by dropping its future. Either way the store is unusable after.
 ///
-/// Most calls finish in their first poll, without ever yielding. The timer
-/// and the cancellation waiter are armed only when the guest yields:
-/// registering them costs more than everything else governance does to such
-/// a call. The deadline still counts from the start, and a guest cannot run
-/// past its first yield unwatched (the next epoch tick at the latest).
+/// Most calls finish in their first poll, without ever yielding, so the
+/// timer and the cancellation waiter (a lock on the timer wheel and one on
+/// the token's waiter list, each taken again to remove them) are armed only
+/// when the guest yields. The deadline still counts from the start, and a
+/// computing guest yields at the next epoch tick at the latest, as before.
 async fn race<R>(
     guest: impl Future<Output = Result<R, (Phase, wasmtime::Error)>>,
     timeout: Duration,
