@@ -158,13 +158,14 @@ pub fn on_one_core<R>(f: impl FnOnce() -> R) -> R {
     result
 }
 
+/// The CPUs the calling thread may run on. Fails loudly rather than guess:
+/// a wrong guess would leave every later row bound to one core unsaid.
 fn affinity() -> Vec<usize> {
     // SAFETY: `set` is a plain bit set that the call fills in.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return vec![0];
-        }
+        let read = libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set);
+        assert_eq!(read, 0, "cannot read the CPU affinity");
         (0..libc::CPU_SETSIZE as usize)
             .filter(|&cpu| libc::CPU_ISSET(cpu, &set))
             .collect()
