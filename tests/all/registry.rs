@@ -122,11 +122,40 @@ fn a_corrupted_cache_entry_is_recompiled_never_run() {
     let host = t.controller();
     assert_eq!(host.registry().plugins()[0].origin(), Origin::Compiled);
     assert_still_serves(&host);
-    // Truncated to nothing: same.
-    std::fs::write(&entries[0], b"").unwrap();
+    // Cut short (its trailer gone), or truncated to nothing: same.
+    let whole = std::fs::read(&entries[0]).unwrap();
+    for cut in [&whole[..whole.len() - 3], &b""[..]] {
+        std::fs::write(&entries[0], cut).unwrap();
+        let host = t.controller();
+        assert_eq!(host.registry().plugins()[0].origin(), Origin::Compiled);
+        assert_still_serves(&host);
+    }
+    let host = t.controller();
+    assert_eq!(host.registry().plugins()[0].origin(), Origin::Cache);
+    assert_still_serves(&host);
+}
+
+#[test]
+fn an_entry_of_the_earlier_cache_format_is_replaced_not_read() {
+    let t = TestHost::new(&[CALC]);
+    drop(t.controller());
+    let cache = t.state.join("cache");
+    let current = std::fs::read_dir(&cache)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let name = current.file_name().unwrap().to_str().unwrap().to_owned();
+    let legacy = cache.join(name.strip_suffix("-v2.cwasm").unwrap().to_owned() + ".cwasm");
+    // The earlier format: a SHA-256, then the artefact; here junk under its name.
+    std::fs::write(&legacy, [0x5a; 4096]).unwrap();
+    std::fs::remove_file(&current).unwrap();
     let host = t.controller();
     assert_eq!(host.registry().plugins()[0].origin(), Origin::Compiled);
     assert_still_serves(&host);
+    assert!(!legacy.exists(), "the superseded entry is removed");
+    assert!(current.exists());
 }
 
 #[test]
