@@ -12,6 +12,7 @@ use crate::error::PluginError;
 use crate::outcome::{CallError, ErrorCode};
 use crate::spec::{Effect, Effects, FsNeed, Risk, ToolSpec};
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
@@ -129,7 +130,7 @@ fn new_store(
 /// when the guest yields. The deadline still counts from the start, and a
 /// computing guest yields at the next epoch tick at the latest, as before.
 async fn race<R>(
-    guest: impl Future<Output = Result<R, (Phase, wasmtime::Error)>>,
+    mut guest: Pin<&mut impl Future<Output = Result<R, (Phase, wasmtime::Error)>>>,
     timeout: Duration,
     cancel: &CancelToken,
 ) -> Result<Result<R, (Phase, wasmtime::Error)>, ErrorCode> {
@@ -137,7 +138,6 @@ async fn race<R>(
     if cancel.is_cancelled() {
         return Err(ErrorCode::Cancelled);
     }
-    let mut guest = std::pin::pin!(guest);
     if let Poll::Ready(outcome) = futures::poll!(guest.as_mut()) {
         return Ok(outcome);
     }
@@ -232,6 +232,11 @@ fn classify<R>(
 }
 
 fn log_stdio(pipes: &Pipes, tool: &str, call_id: &str) {
+    // Reading a pipe locks it and copies what it holds: only worth it when
+    // the lines go somewhere.
+    if !tracing::enabled!(tracing::Level::DEBUG) {
+        return;
+    }
     for (stream, pipe) in [("stdout", &pipes.stdout), ("stderr", &pipes.stderr)] {
         let bytes = pipe.contents();
         if !bytes.is_empty() {
@@ -302,20 +307,25 @@ pub(super) async fn invoke(
         session_id: cx.session.as_str().to_owned(),
         workspace: (call.grant().fs != FsAccess::None).then(|| GUEST_WORKSPACE.to_owned()),
     };
-    let guest = async {
-        let plugin = instantiate(&tool.plugin.loaded.pre, &mut store).await?;
-        plugin
-            .toolwarden_tool_tool()
-            .call_invoke(
-                &mut store,
-                &tool.spec.name,
-                call.args().canonical(),
-                &context,
-            )
-            .await
-            .map_err(|e| (Phase::Call, e))
+    // Pinned here and lent to `race`, not moved into it: the guest's
+    // future (over a kilobyte) is then stored once, not copied at each
+    // level. It is dropped at the end of this block, when `race` is done.
+    let outcome = {
+        let guest = std::pin::pin!(async {
+            let plugin = instantiate(&tool.plugin.loaded.pre, &mut store).await?;
+            plugin
+                .toolwarden_tool_tool()
+                .call_invoke(
+                    &mut store,
+                    &tool.spec.name,
+                    call.args().canonical(),
+                    &context,
+                )
+                .await
+                .map_err(|e| (Phase::Call, e))
+        });
+        race(guest, timeout, &cx.cancel).await
     };
-    let outcome = race(guest, timeout, &cx.cancel).await;
     // A guest stopped mid-run leaves its fuel counter on the dropped fiber, so
     // the store's count is only meaningful when the call came back by itself.
     let fuel_used = match &outcome {
@@ -351,14 +361,14 @@ pub(super) fn describe(
         new_store(sandbox, Grant::default(), host, DESCRIBE_FUEL).map_err(PluginError::Describe)?;
     let cancel = CancelToken::default();
     let specs = runtime.block_on(async {
-        let guest = async {
+        let guest = std::pin::pin!(async {
             let instance = instantiate(&plugin.pre, &mut store).await?;
             instance
                 .toolwarden_tool_tool()
                 .call_tools(&mut store)
                 .await
                 .map_err(|e| (Phase::Call, e))
-        };
+        });
         race(guest, DESCRIBE_TIMEOUT, &cancel).await
     });
     let specs = classify(specs, &store, &pipes, DESCRIBE_TIMEOUT).map_err(PluginError::Describe)?;
