@@ -149,6 +149,24 @@ async def test_cancelling_a_busy_loop_stops_it_quickly(host):
     assert outcomes[0]["duration_us"] < 2_000_000, "stopped well before its 30 s deadline"
 
 
+async def test_busy_calls_do_not_hold_up_the_connection(host):
+    # A call that does not finish at once goes on off the connection's
+    # thread: two busy loops run while other calls are answered.
+    async with stdio_client(host.server()) as (r, w), ClientSession(r, w) as s:
+        await s.initialize()
+        async with anyio.create_task_group() as busy:
+            for _ in range(2):
+                busy.start_soon(s.call_tool, "hostile_spin", {})
+            await anyio.sleep(0.3)
+            with anyio.fail_after(10):
+                for n in range(5):
+                    res = await s.call_tool("calc", {"op": "add", "a": n, "b": 1})
+                    assert res.structured_content == {"result": n + 1}
+            spins = [r for r in host.audit("hostile_spin") if r["kind"] == "outcome"]
+            assert spins == [], "the busy loops were still running"
+            busy.cancel_scope.cancel()
+
+
 async def test_a_plugin_copied_into_the_plugins_dir_appears_after_list_changed(host):
     fs = host.plugins / "fs.wasm"
     parked = host.workspace.parent / "fs.wasm.parked"

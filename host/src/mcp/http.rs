@@ -86,11 +86,14 @@ pub async fn serve(host: Arc<Controller>, options: HttpOptions) -> Result<(), St
         .allowed_hosts
         .extend(options.allowed_hosts.iter().cloned());
     let states = super::input::RequestStates::default();
+    // Every session runs on this (multi-thread) runtime, calls included.
+    let calls = tokio::runtime::Handle::current();
     let factory = move || {
         Ok(Server::with_peers(
             Arc::clone(&host),
             Arc::clone(&peers),
             states.clone(),
+            calls.clone(),
         ))
     };
     let service =

@@ -17,9 +17,11 @@
 mod convert;
 mod http;
 mod input;
+mod stdio;
 mod watch;
 
 pub use http::{Exposure, HttpOptions};
+pub use stdio::serve as serve_stdio;
 
 /// A tool as MCP `tools/list` shows it, as JSON (for `toolwarden schemas`).
 pub fn tool_json(spec: &crate::spec::ToolSpec) -> serde_json::Value {
@@ -38,10 +40,11 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
-use std::os::fd::AsFd;
+use std::future::Future;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
-use tokio::net::unix::pipe;
+use tokio::runtime::Handle;
 
 /// How long a person has to answer an approval elicitation; no answer means
 /// nothing runs (the approval stays pending for `toolwarden approvals`).
@@ -54,27 +57,18 @@ pub struct Server {
     session: SessionId,
     peers: watch::Peers,
     states: input::RequestStates,
-}
-
-/// stdin and stdout as async pipes, when they are pipes (as when a client
-/// starts the server). tokio's `Stdin` hands every read to its blocking
-/// thread pool, a thread hop per message that cost more than the whole
-/// governed call; a pipe waits on the reactor instead. Anything else (a
-/// terminal, a file, a socket) keeps tokio's stdio.
-fn stdio_pipes() -> Option<(pipe::Receiver, pipe::Sender)> {
-    let file =
-        |fd: std::os::fd::BorrowedFd<'_>| fd.try_clone_to_owned().ok().map(std::fs::File::from);
-    let input = pipe::Receiver::from_file(file(std::io::stdin().as_fd())?).ok()?;
-    let output = pipe::Sender::from_file(file(std::io::stdout().as_fd())?).ok()?;
-    Some((input, output))
+    /// Where calls that do not finish in their first poll go on.
+    calls: Handle,
 }
 
 impl Server {
-    pub fn new(host: Arc<Controller>) -> Server {
+    /// A connection whose long calls go on on the runtime `calls`.
+    fn new(host: Arc<Controller>, calls: Handle) -> Server {
         Server::with_peers(
             host,
             watch::Peers::default(),
             input::RequestStates::default(),
+            calls,
         )
     }
 
@@ -83,12 +77,14 @@ impl Server {
         host: Arc<Controller>,
         peers: watch::Peers,
         states: input::RequestStates,
+        calls: Handle,
     ) -> Server {
         Server {
             host,
             session: SessionId::new(),
             peers,
             states,
+            calls,
         }
     }
 
@@ -98,12 +94,12 @@ impl Server {
     }
 
     /// Serves this connection on stdin/stdout until the client goes away.
-    pub async fn serve_stdio(self) -> Result<(), String> {
+    async fn serve_stdio(self) -> Result<(), String> {
         let watcher = tokio::spawn(watch::watch(
             Arc::clone(&self.host),
             Arc::clone(&self.peers),
         ));
-        let running = match stdio_pipes() {
+        let running = match stdio::pipes() {
             Some(pipes) => self.serve(pipes).await,
             None => self.serve(rmcp::transport::stdio()).await,
         }
@@ -241,8 +237,10 @@ impl Server {
         Ok(())
     }
 
-    /// Runs the call on a task of its own, so that it always finishes (and
-    /// is recorded) even if the transport drops this future; dropping it, or
+    /// Runs the call: here, if it finishes in its first poll (most do: the
+    /// governed path and a short plugin call never wait), else on a task of
+    /// its own on the calls' runtime, so that it always finishes (and is
+    /// recorded) even if the transport drops this future; dropping it, or
     /// the client's cancellation, cancels the call.
     async fn run(&self, request: CallRequest, cx: &RequestContext<RoleServer>) -> CallResult {
         /// Cancels the call unless disarmed once the call has ended (the
@@ -258,7 +256,10 @@ impl Server {
         let cancel = request.cancel.clone();
         let (tool, call_id) = (request.tool.clone(), request.call_id.clone());
         let host = Arc::clone(&self.host);
-        let mut call = tokio::spawn(async move { host.handle(request).await });
+        let mut call = match self.start(async move { host.handle(request).await }) {
+            Started::Finished(result) => return result,
+            Started::Elsewhere(task) => task,
+        };
         let mut stop_if_abandoned = CancelOnDrop(Some(cancel.clone()));
         let finished = tokio::select! {
             result = &mut call => result,
@@ -277,6 +278,39 @@ impl Server {
             request.call_id = call_id;
             self.host.refuse(request, error)
         })
+    }
+}
+
+/// Where a call stands once started.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "lives on the stack for one match; boxing the result would cost an allocation per call"
+)]
+enum Started {
+    Finished(CallResult),
+    Elsewhere(tokio::task::JoinHandle<CallResult>),
+}
+
+impl Server {
+    /// Polls `call` once here; if it must wait, it goes on on the calls'
+    /// runtime. The box keeps the future where its first poll left it
+    /// (registered as a waiter, a timer armed) while it changes threads;
+    /// the task's first poll replaces the no-op waker, and wakers work
+    /// across runtimes.
+    fn start(&self, call: impl Future<Output = CallResult> + Send + 'static) -> Started {
+        let mut call = Box::pin(call);
+        let waker = std::task::Waker::noop();
+        match call
+            .as_mut()
+            .poll(&mut std::task::Context::from_waker(waker))
+        {
+            Poll::Ready(result) => Started::Finished(result),
+            Poll::Pending => Started::Elsewhere(self.calls.spawn(async move {
+                let result = call.await;
+                stdio::call_finished();
+                result
+            })),
+        }
     }
 }
 

@@ -6,7 +6,7 @@ use crate::cli::printer::Printer;
 use crate::config::Config;
 use crate::controller::Controller;
 use crate::error::Error;
-use crate::mcp::{Exposure, HttpOptions, Server};
+use crate::mcp::{self, Exposure, HttpOptions, Server};
 use std::sync::Arc;
 
 pub fn run(config: Config, args: ServeArgs, printer: Printer) -> Result<ExitStatus, Error> {
@@ -52,13 +52,13 @@ pub fn run(config: Config, args: ServeArgs, printer: Printer) -> Result<ExitStat
     for failure in host.registry().failures() {
         tracing::warn!("{failure}");
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::Engine(format!("cannot start the async runtime: {e}")))?;
     let served = match http {
-        None => runtime.block_on(Server::new(host).serve_stdio()),
-        Some(options) => runtime.block_on(Server::serve_http(host, options)),
+        None => mcp::serve_stdio(host),
+        Some(options) => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Engine(format!("cannot start the async runtime: {e}")))?
+            .block_on(Server::serve_http(host, options)),
     };
     match served {
         Ok(()) => Ok(ExitStatus::Success),
