@@ -68,6 +68,54 @@ fn serve_answers_initialize_list_and_call_over_stdio() {
 }
 
 #[test]
+fn serve_answers_on_stdout_redirected_to_a_file() {
+    // stdin a pipe, stdout a file: the server must not half-switch to
+    // non-blocking pipes (its reads then failed with EAGAIN and it stopped).
+    let t = TestHost::new(&[CALC])
+        .config("[[rule]]\ntools = [\"calc\"]\ndecision = \"allow\"\nreason = \"ok\"\n");
+    let out_path = t.workspace.join("answers.jsonl");
+    let out = std::fs::File::create(&out_path).unwrap();
+    let mut server = t
+        .cli()
+        .arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(out)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = server.stdin.take().unwrap();
+    // Let the server wait on an empty stdin first, as it does for a client
+    // that takes its time.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    for message in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bare", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "calc", "arguments": {"op": "add", "a": 1, "b": 2}}}),
+    ] {
+        writeln!(stdin, "{message}").unwrap();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let answered = loop {
+        let text = std::fs::read_to_string(&out_path).unwrap();
+        let answer = text
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .find(|m| m["id"] == 2);
+        if answer.is_some() || std::time::Instant::now() > deadline {
+            break answer;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    drop(stdin);
+    let output = server.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let answer = answered.unwrap_or_else(|| panic!("no answer to the call; stderr: {stderr}"));
+    assert_eq!(answer["result"]["structuredContent"], json!({"result": 3}));
+    assert!(output.status.success(), "{stderr}");
+}
+
+#[test]
 fn serve_refuses_a_public_http_address_without_a_token() {
     let t = TestHost::new(&[CALC]);
     let (code, _, stderr) = crate::harness::run_cli(t.cli().args(["serve", "--http", "0.0.0.0:0"]));

@@ -25,6 +25,7 @@ use super::Server;
 use crate::controller::Controller;
 use rustix::event::{PollFd, PollFlags, Timespec};
 use std::os::fd::AsFd;
+use std::os::unix::fs::FileTypeExt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -88,15 +89,23 @@ fn watch_stdin() {
     }
 }
 
-/// stdin and stdout as async pipes, when they are pipes (as when a client
+/// stdin and stdout as async pipes, when both are pipes (as when a client
 /// starts the server). tokio's `Stdin` hands every read to its blocking
 /// thread pool, a thread hop per message that cost more than the whole
 /// governed call; a pipe waits on the reactor instead. Anything else (a
-/// terminal, a file, a socket) keeps tokio's stdio.
+/// terminal, a file, a socket) keeps tokio's stdio, for both: making a pipe
+/// non-blocking changes the descriptor the process shares with its parent,
+/// and tokio's blocking stdio then fails with `EAGAIN` on it.
 pub(super) fn pipes() -> Option<(pipe::Receiver, pipe::Sender)> {
-    let file =
-        |fd: std::os::fd::BorrowedFd<'_>| fd.try_clone_to_owned().ok().map(std::fs::File::from);
-    let input = pipe::Receiver::from_file(file(std::io::stdin().as_fd())?).ok()?;
-    let output = pipe::Sender::from_file(file(std::io::stdout().as_fd())?).ok()?;
-    Some((input, output))
+    let fifo = |fd: std::os::fd::BorrowedFd<'_>| {
+        let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
+        let is_fifo = file.metadata().ok()?.file_type().is_fifo();
+        is_fifo.then_some(file)
+    };
+    let input = fifo(std::io::stdin().as_fd())?;
+    let output = fifo(std::io::stdout().as_fd())?;
+    Some((
+        pipe::Receiver::from_file(input).ok()?,
+        pipe::Sender::from_file(output).ok()?,
+    ))
 }
