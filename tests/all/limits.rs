@@ -36,6 +36,21 @@ fn an_infinite_loop_ends_with_timeout_close_to_its_deadline() {
 }
 
 #[test]
+fn an_infinite_loop_after_the_host_sat_idle_still_ends_with_timeout() {
+    // The epoch ticker sleeps once no guest has run for a while; a call must
+    // wake it, or a computing guest never yields to its deadline and runs
+    // until its fuel is gone (about ten seconds of it here).
+    let (_t, host) = host_with("[limits]\ntimeout_ms = 300\nfuel = 20000000000");
+    std::thread::sleep(Duration::from_millis(500));
+    let r = call(&host, "hostile_spin", "{}");
+    assert_code(&host, &r, ErrorCode::Timeout);
+    assert!(
+        Duration::from_micros(r.duration_us) < Duration::from_millis(2300),
+        "{r:#?}"
+    );
+}
+
+#[test]
 fn a_blocking_sleep_is_stopped_at_the_deadline() {
     let (_t, host) = host_with("[limits]\ntimeout_ms = 200");
     let r = call(&host, "hostile_sleep", r#"{"ms": 60000}"#);

@@ -88,6 +88,7 @@ pub struct Sandbox {
     limits: Limits,
     /// One permit per call instance the pool holds (`limits.max_instances`).
     slots: tokio::sync::Semaphore,
+    ticker: engine::Ticker,
 }
 
 impl fmt::Debug for Sandbox {
@@ -110,7 +111,7 @@ impl Sandbox {
         bindings::toolwarden::tool::host::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
             .map_err(engine_error)?;
         let cache = cache::Cache::new(state_dir.join("cache"), engine::engine_key(&engine));
-        engine::start_ticker(&engine);
+        let ticker = engine::Ticker::start(&engine);
         Ok(Sandbox {
             engine,
             linker,
@@ -118,6 +119,7 @@ impl Sandbox {
             workspace: workspace.to_owned(),
             limits: limits.clone(),
             slots: tokio::sync::Semaphore::new(limits.max_instances as usize),
+            ticker,
         })
     }
 

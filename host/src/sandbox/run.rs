@@ -311,6 +311,7 @@ pub(super) async fn invoke(
     // future (over a kilobyte) is then stored once, not copied at each
     // level. It is dropped at the end of this block, when `race` is done.
     let outcome = {
+        let _ticking = sandbox.ticker.running();
         let guest = std::pin::pin!(async {
             let plugin = instantiate(&tool.plugin.loaded.pre, &mut store).await?;
             plugin
@@ -360,6 +361,7 @@ pub(super) fn describe(
     let (mut store, pipes) =
         new_store(sandbox, Grant::default(), host, DESCRIBE_FUEL).map_err(PluginError::Describe)?;
     let cancel = CancelToken::default();
+    let _ticking = sandbox.ticker.running();
     let specs = runtime.block_on(async {
         let guest = std::pin::pin!(async {
             let instance = instantiate(&plugin.pre, &mut store).await?;
