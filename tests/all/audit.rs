@@ -296,3 +296,44 @@ fn an_unknown_durability_is_a_config_error_with_its_line() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_burst_beyond_the_writers_queue_is_recorded_whole() {
+    // More jobs than the audit writer's queue holds (16,384; two per call),
+    // from eight tasks at once: with callers waiting for room whenever it is
+    // full, every record still lands, in one intact chain.
+    use std::sync::Arc;
+    use toolwarden::{CallRequest, Status, Verification};
+    const CALLS: usize = 12_000;
+    const TASKS: usize = 8;
+    let t = TestHost::new(&[CALC]).config(&format!(
+        "[budget]\nallow_duplicate_calls = true\n\n{}",
+        crate::harness::ALLOW_ALL
+    ));
+    let host = Arc::new(t.controller());
+    let before = match host.records().verify().unwrap() {
+        Verification::Intact { records } => records,
+        broken => panic!("{broken:?}"),
+    };
+    crate::harness::runtime().block_on(async {
+        let tasks: Vec<_> = (0..TASKS)
+            .map(|task| {
+                let host = Arc::clone(&host);
+                tokio::spawn(async move {
+                    for i in (task..CALLS).step_by(TASKS) {
+                        let args = format!(r#"{{"op":"add","a":{i},"b":1}}"#);
+                        let r = host.handle(CallRequest::new("calc", args)).await;
+                        assert_eq!(r.status, Status::Ok, "{r:?}");
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+    });
+    match host.records().verify().unwrap() {
+        Verification::Intact { records } => assert_eq!(records - before, 3 * CALLS as i64),
+        broken => panic!("{broken:?}"),
+    }
+}
