@@ -3,7 +3,8 @@
 
 use crate::harness::{TestHost, run_cli};
 use serde_json::Value;
-use toolwarden::SandboxMode;
+use std::sync::Arc;
+use toolwarden::{CallRequest, SandboxMode, Status, Verification};
 use toolwarden_tests::{CALC, FS, HOSTILE};
 
 fn json(text: &str) -> Value {
@@ -302,8 +303,6 @@ fn a_burst_beyond_the_writers_queue_is_recorded_whole() {
     // More jobs than the audit writer's queue holds (16,384; two per call),
     // from eight tasks at once: with callers waiting for room whenever it is
     // full, every record still lands, in one intact chain.
-    use std::sync::Arc;
-    use toolwarden::{CallRequest, Status, Verification};
     const CALLS: usize = 12_000;
     const TASKS: usize = 8;
     let t = TestHost::new(&[CALC]).config(&format!(

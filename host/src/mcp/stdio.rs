@@ -17,9 +17,8 @@
 //! request on a CPU whose caches went cold meanwhile, cost more than the
 //! whole governed call: on the 2-core VM of the README's row 7, a round trip
 //! took 150 µs woken, 75 µs watched, 40 µs with client and server on one
-//! busy CPU. The wait is bounded and polls
-//! stdin only, so an idle server costs nothing but that moment after each
-//! message.
+//! busy CPU. The wait is bounded and polls stdin only, so an idle server
+//! costs nothing but that moment after each message.
 
 use super::Server;
 use crate::controller::Controller;
