@@ -1,10 +1,11 @@
 //! Plain values every step shares: who is calling what, with which arguments.
 //!
 //! A [`CallRequest`] is what arrives from an agent (CLI, MCP, library). The
-//! controller materializes it once: the argument text is parsed, canonicalized
-//! (sorted keys, no insignificant white space) and digested with SHA-256. The
-//! canonical text is what the plugin receives and what approvals and duplicate
-//! detection bind to, so it is computed exactly once per call.
+//! controller materializes it once: the arguments are parsed (unless the
+//! front end already did, see [`RawArgs`]), canonicalized (sorted keys, no
+//! insignificant white space) and digested with SHA-256. The canonical text
+//! is what the plugin receives and what approvals and duplicate detection
+//! bind to, so it is computed exactly once per call.
 
 use crate::outcome::{CallError, ErrorCode};
 use serde_json::Value;
@@ -196,8 +197,8 @@ pub struct CallRequest {
     pub call_id: CallId,
     pub session: SessionId,
     pub tool: String,
-    /// The arguments as JSON text, exactly as received.
-    pub args: String,
+    /// The arguments exactly as received.
+    pub args: RawArgs,
     pub cancel: CancelToken,
     pub progress: Option<ProgressSink>,
     /// An approval id to consume, when the policy asks for one.
@@ -216,7 +217,7 @@ pub enum Tracing {
 
 impl CallRequest {
     /// A call with a fresh id, in a fresh session.
-    pub fn new(tool: impl Into<String>, args: impl Into<String>) -> Self {
+    pub fn new(tool: impl Into<String>, args: impl Into<RawArgs>) -> Self {
         CallRequest {
             call_id: CallId::new(),
             session: SessionId::new(),
@@ -238,6 +239,41 @@ impl CallRequest {
     pub fn with_approval(mut self, id: impl Into<String>) -> Self {
         self.approval = Some(id.into());
         self
+    }
+}
+
+/// A call's arguments as they arrived, before materialization.
+#[derive(Clone, Debug)]
+pub enum RawArgs {
+    /// JSON text (the CLI, a library caller). Empty text means no arguments.
+    Text(String),
+    /// An object a front end has already parsed (MCP: the SDK parses the
+    /// whole request), taken as it is rather than written out as text only
+    /// to be parsed again. Shared, so that a retried request costs no copy.
+    Object(Arc<Value>),
+}
+
+impl From<String> for RawArgs {
+    fn from(text: String) -> Self {
+        RawArgs::Text(text)
+    }
+}
+
+impl From<&str> for RawArgs {
+    fn from(text: &str) -> Self {
+        RawArgs::Text(text.to_owned())
+    }
+}
+
+impl From<&String> for RawArgs {
+    fn from(text: &String) -> Self {
+        RawArgs::Text(text.clone())
+    }
+}
+
+impl From<serde_json::Map<String, Value>> for RawArgs {
+    fn from(object: serde_json::Map<String, Value>) -> Self {
+        RawArgs::Object(Arc::new(Value::Object(object)))
     }
 }
 
@@ -268,22 +304,19 @@ pub struct Arguments {
 impl Arguments {
     /// Parses argument text into an object and computes its canonical form.
     pub fn materialize(text: &str) -> Result<Self, CallError> {
-        if text.len() > MAX_ARGS_BYTES {
-            return Err(CallError::new(
-                ErrorCode::InvalidArgs,
-                format!(
-                    "the arguments are {} bytes; at most {MAX_ARGS_BYTES} are accepted",
-                    text.len()
-                ),
-            ));
+        Arguments::canonicalize(Arc::new(parse(text)?))
+    }
+
+    /// Materializes arguments however they came: text is parsed, an object
+    /// already parsed is taken as it is.
+    pub fn from_raw(raw: &RawArgs) -> Result<Self, CallError> {
+        match raw {
+            RawArgs::Text(text) => Arguments::materialize(text),
+            RawArgs::Object(value) => Arguments::canonicalize(Arc::clone(value)),
         }
-        let value: Value = serde_json::from_str(if text.trim().is_empty() { "{}" } else { text })
-            .map_err(|e| {
-            CallError::new(
-                ErrorCode::InvalidArgs,
-                format!("the arguments are not valid JSON: {e}"),
-            )
-        })?;
+    }
+
+    fn canonicalize(value: Arc<Value>) -> Result<Self, CallError> {
         if !value.is_object() {
             return Err(CallError::new(
                 ErrorCode::InvalidArgs,
@@ -291,17 +324,21 @@ impl Arguments {
             ));
         }
         // serde_json's map keeps keys sorted, so its compact form is
-        // canonical. (`to_string` on the value goes through `fmt` and grows
-        // its buffer from nothing; this starts with room for most calls.)
-        let canonical = serde_json::to_string(&value).map_err(|e| {
+        // canonical.
+        let canonical = serde_json::to_string(&*value).map_err(|e| {
             CallError::new(
                 ErrorCode::InvalidArgs,
                 format!("the arguments cannot be written back as JSON: {e}"),
             )
         })?;
+        // Text is measured before parsing; an object that came parsed is
+        // measured here, so the bound holds whichever way arguments come.
+        if canonical.len() > MAX_ARGS_BYTES {
+            return Err(too_big(canonical.len()));
+        }
         let digest = shared_hex(&Sha256::digest(canonical.as_bytes()));
         Ok(Arguments {
-            value: Arc::new(value),
+            value,
             canonical,
             digest,
         })
@@ -332,6 +369,26 @@ impl Arguments {
     }
 }
 
+fn too_big(bytes: usize) -> CallError {
+    CallError::new(
+        ErrorCode::InvalidArgs,
+        format!("the arguments are {bytes} bytes; at most {MAX_ARGS_BYTES} are accepted"),
+    )
+}
+
+/// Argument text as a JSON value; the size bound comes before any parsing.
+fn parse(text: &str) -> Result<Value, CallError> {
+    if text.len() > MAX_ARGS_BYTES {
+        return Err(too_big(text.len()));
+    }
+    serde_json::from_str(if text.trim().is_empty() { "{}" } else { text }).map_err(|e| {
+        CallError::new(
+            ErrorCode::InvalidArgs,
+            format!("the arguments are not valid JSON: {e}"),
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -342,6 +399,31 @@ mod tests {
         let b = Arguments::materialize(r#"{"a":[1,2],"b":1}"#).unwrap();
         assert_eq!(a.canonical(), r#"{"a":[1,2],"b":1}"#);
         assert_eq!(a.digest(), b.digest());
+    }
+
+    #[test]
+    fn arguments_that_came_parsed_bind_like_the_same_text() {
+        let text = Arguments::materialize(r#"{ "b": 1, "a": {"z": null, "y": "é"} }"#).unwrap();
+        let Value::Object(object) = serde_json::json!({"a": {"y": "é", "z": null}, "b": 1}) else {
+            unreachable!()
+        };
+        let parsed = Arguments::from_raw(&RawArgs::from(object)).unwrap();
+        assert_eq!(parsed.canonical(), text.canonical());
+        assert_eq!(parsed.digest(), text.digest());
+    }
+
+    #[test]
+    fn parsed_arguments_meet_the_same_bounds_as_text() {
+        let not_object = RawArgs::Object(Arc::new(serde_json::json!([1, 2])));
+        assert_eq!(
+            Arguments::from_raw(&not_object).unwrap_err().code,
+            ErrorCode::InvalidArgs
+        );
+        let mut huge = serde_json::Map::new();
+        huge.insert("text".into(), Value::String("x".repeat(MAX_ARGS_BYTES)));
+        let err = Arguments::from_raw(&RawArgs::from(huge)).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidArgs);
+        assert!(err.message.contains("at most"), "{}", err.message);
     }
 
     #[test]

@@ -330,7 +330,7 @@ impl Controller {
             ));
         }
         trail.begin("materialize");
-        let args = Arguments::materialize(&request.args)?;
+        let args = Arguments::from_raw(&request.args)?;
         trail.end(|| format!("canonical arguments, SHA-256 {}", &args.digest()[..16]));
         trail.events.push(Event::Call {
             args: args.shared_value(),

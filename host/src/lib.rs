@@ -53,7 +53,8 @@ mod turn;
 pub use approval::{Approval, DEFAULT_APPROVAL_TTL};
 pub use audit::{DEFAULT_REDACT_KEYS, Record, Verification};
 pub use call::{
-    CallId, CallRequest, CancelToken, MAX_ARGS_BYTES, Progress, ProgressSink, SessionId, Tracing,
+    CallId, CallRequest, CancelToken, MAX_ARGS_BYTES, Progress, ProgressSink, RawArgs, SessionId,
+    Tracing,
 };
 pub use capability::{FsAccess, Grant};
 pub use check::{Problem, Report};

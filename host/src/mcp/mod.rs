@@ -30,7 +30,7 @@ pub fn tool_json(spec: &crate::spec::ToolSpec) -> serde_json::Value {
 
 pub use watch::PLUGIN_POLL;
 
-use crate::call::{CallRequest, Progress, ProgressSink, SessionId};
+use crate::call::{CallRequest, Progress, ProgressSink, RawArgs, SessionId};
 use crate::controller::Controller;
 use crate::outcome::{CallResult, ErrorCode};
 use rmcp::model::{
@@ -384,16 +384,15 @@ impl ServerHandler for Server {
 
     async fn call_tool(
         &self,
-        params: CallToolRequestParams,
+        mut params: CallToolRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        // Written straight from the parsed map; the controller parses it once
-        // more into the canonical form it binds approvals to.
-        let args = match &params.arguments {
-            Some(arguments) => serde_json::to_string(arguments)
-                .map_err(|e| McpError::invalid_params(format!("unusable arguments: {e}"), None))?,
-            None => "{}".into(),
-        };
+        // The SDK parsed the arguments with the request: they go on as an
+        // object, written out once, as the canonical form.
+        let args = params
+            .arguments
+            .take()
+            .map_or(RawArgs::Text(String::new()), RawArgs::from);
         let mut request =
             CallRequest::new(params.name.to_string(), args).in_session(self.session.clone());
         let modern = cx
