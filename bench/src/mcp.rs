@@ -104,38 +104,61 @@ impl Server {
     fn send(&mut self, message: &Value) {
         let mut line = message.to_string();
         line.push('\n');
+        self.send_line(&line);
+    }
+
+    fn send_line(&mut self, line: &str) {
         self.stdin.write_all(line.as_bytes()).expect("write");
         self.stdin.flush().expect("flush");
     }
 
     /// Sends a request and returns its response, skipping notifications.
     pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let (line, id) = self.request_line(method, &params);
+        self.send_line(&line);
+        self.answer(id).1
+    }
+
+    /// The next request as a line, and its id.
+    fn request_line(&mut self, method: &str, params: &Value) -> (String, u64) {
         self.next_id += 1;
         let id = self.next_id;
-        self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
+        let mut line =
+            json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string();
+        line.push('\n');
+        (line, id)
+    }
+
+    /// Reads lines until the answer to `id`; returns when its last byte
+    /// arrived, and the answer.
+    fn answer(&mut self, id: u64) -> (Instant, Value) {
         let mut line = String::new();
         loop {
             line.clear();
             let read = self.stdout.read_line(&mut line).expect("read");
+            let arrived = Instant::now();
             assert!(read > 0, "the server closed stdout");
             let message: Value = serde_json::from_str(&line).expect("JSON-RPC line");
             if message["id"] == json!(id) {
-                return message;
+                return (arrived, message);
             }
         }
     }
 
     /// `n` sequential round trips of `exchange`, each timed from the
-    /// request's first byte to the answer's last.
+    /// request's first byte to the answer's last. The request line is
+    /// written out before the clock starts and the answer parsed and checked
+    /// after it stops, so the client's own JSON work is not counted.
     pub fn round_trips(&mut self, exchange: Exchange, n: usize) -> Vec<Duration> {
         let (method, params) = exchange.request();
         (0..n)
             .map(|_| {
+                let (line, id) = self.request_line(method, &params);
                 let started = Instant::now();
-                let answer = self.request(method, params.clone());
-                let elapsed = started.elapsed();
+                self.send_line(&line);
+                let (arrived, answer) = self.answer(id);
                 exchange.check(&answer);
-                elapsed
+                arrived - started
             })
             .collect()
     }

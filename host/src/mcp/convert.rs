@@ -49,9 +49,11 @@ pub(super) fn result(r: CallResult) -> CallToolResult {
     meta_object.insert("toolwarden".into(), meta);
     let mut out = match (r.value, &r.error) {
         (Some(value), None) => {
+            // Not `CallToolResult::structured`, which writes the value out
+            // as text that would be replaced at once.
             let text = r.content.unwrap_or_else(|| value.to_string());
-            let mut ok = CallToolResult::structured(value);
-            ok.content = vec![ContentBlock::text(text)];
+            let mut ok = CallToolResult::success(vec![ContentBlock::text(text)]);
+            ok.structured_content = Some(value);
             ok
         }
         (_, Some(error)) => CallToolResult::error(vec![ContentBlock::text(format!(
