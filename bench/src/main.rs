@@ -536,9 +536,10 @@ fn batch_row(controller: &Controller, out: &mut Map<String, Value>) {
 
 /// Row 7. The server, its `ping` and `cat` are measured in interleaved
 /// rounds, once with client and server scheduled freely and once with both
-/// bound to one core. On this VM a wake-up across vCPUs costs tens of
-/// microseconds each way (the `cat` floor shows it); on one core the
-/// figures are the software's own.
+/// bound to one core. On this VM waking a thread on a halted vCPU costs
+/// tens of microseconds, and the kernel usually wakes the client on its own
+/// vCPU; on one core the figures are the software's own. (`cat` always
+/// shares the client's vCPU, so its floor is a one-vCPU floor.)
 fn mcp_row(scale: usize, out: &mut Map<String, Value>) {
     let free = mcp_rounds(scale);
     let one_core = mcp::on_one_core(|| mcp_rounds(scale));

@@ -78,8 +78,8 @@ impl Server {
     }
 
     /// `cat`, which echoes each request line: the same client and pipes with
-    /// no server work at all. Its round trip is the floor of row 7 on this
-    /// machine (two cross-process wake-ups).
+    /// no server work at all. Its round trip is the floor of row 7 (two
+    /// cross-process wake-ups; the kernel keeps `cat` on the client's CPU).
     pub fn echo() -> Server {
         Server::spawn(Command::new("cat"))
     }
