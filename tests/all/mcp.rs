@@ -5,13 +5,13 @@
 use crate::harness::TestHost;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
-use std::process::Stdio;
+use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 use toolwarden_tests::{CALC, FS};
 
-#[test]
-fn serve_answers_initialize_list_and_call_over_stdio() {
-    let t = TestHost::new(&[CALC, FS])
-        .config("[[rule]]\ntools = [\"calc\"]\ndecision = \"allow\"\nreason = \"ok\"\n");
+const ALLOW_CALC: &str = "[[rule]]\ntools = [\"calc\"]\ndecision = \"allow\"\nreason = \"ok\"\n";
+
+/// `toolwarden serve` with stdin and stdout piped, as a client starts it.
+fn serve_on_pipes(t: &TestHost) -> (Child, ChildStdin, BufReader<ChildStdout>) {
     let mut server = t
         .cli()
         .arg("serve")
@@ -20,8 +20,15 @@ fn serve_answers_initialize_list_and_call_over_stdio() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut stdin = server.stdin.take().unwrap();
-    let mut stdout = BufReader::new(server.stdout.take().unwrap());
+    let stdin = server.stdin.take().unwrap();
+    let stdout = BufReader::new(server.stdout.take().unwrap());
+    (server, stdin, stdout)
+}
+
+#[test]
+fn serve_answers_initialize_list_and_call_over_stdio() {
+    let t = TestHost::new(&[CALC, FS]).config(ALLOW_CALC);
+    let (mut server, mut stdin, mut stdout) = serve_on_pipes(&t);
     let mut send = |message: Value| writeln!(stdin, "{message}").unwrap();
     let mut receive = |id: u64| loop {
         let mut line = String::new();
@@ -71,8 +78,7 @@ fn serve_answers_initialize_list_and_call_over_stdio() {
 fn serve_answers_on_stdout_redirected_to_a_file() {
     // stdin a pipe, stdout a file: the server must not half-switch to
     // non-blocking pipes (its reads then failed with EAGAIN and it stopped).
-    let t = TestHost::new(&[CALC])
-        .config("[[rule]]\ntools = [\"calc\"]\ndecision = \"allow\"\nreason = \"ok\"\n");
+    let t = TestHost::new(&[CALC]).config(ALLOW_CALC);
     let out_path = t.workspace.join("answers.jsonl");
     let out = std::fs::File::create(&out_path).unwrap();
     let mut server = t
@@ -124,4 +130,54 @@ fn serve_refuses_a_public_http_address_without_a_token() {
         stderr.contains("without a token") && stderr.contains("--token-file"),
         "{stderr}"
     );
+}
+
+#[test]
+fn serve_reads_past_bad_lines_and_answers_what_follows() {
+    let t = TestHost::new(&[CALC]).config(ALLOW_CALC);
+    let (mut server, mut stdin, mut stdout) = serve_on_pipes(&t);
+    let mut next = || {
+        let mut line = String::new();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "stdout closed");
+        serde_json::from_str::<Value>(&line).unwrap()
+    };
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bare", "version": "0"}}});
+    writeln!(stdin, "{initialize}").unwrap();
+    assert_eq!(next()["id"], 1);
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .unwrap();
+    // Not JSON, an empty line, a notification from another protocol, and a
+    // line over the 16 MiB a message may take: all passed over in silence.
+    let oversized = format!(
+        "{{\"jsonrpc\":\"2.0\",\"pad\":\"{}\"}}",
+        "x".repeat(17 << 20)
+    );
+    for line in [
+        "this is not json",
+        "",
+        "{\"jsonrpc\":\"1.0\",\"method\":\"lsp/hover\"}",
+        &oversized,
+    ] {
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+    }
+    // JSON that is no message: answered, with no id to answer to.
+    writeln!(stdin, "{}", json!({"neither": "request nor notification"})).unwrap();
+    let invalid = next();
+    assert_eq!(invalid["error"]["code"], -32600, "{invalid}");
+    assert_eq!(invalid["id"], Value::Null, "{invalid}");
+    // A call after all that, its line ending in CR LF, is answered.
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "calc", "arguments": {"op": "mul", "a": 6, "b": 7}}});
+    write!(stdin, "{call}\r\n").unwrap();
+    let answer = next();
+    assert_eq!(answer["id"], 2, "{answer}");
+    assert_eq!(answer["result"]["structuredContent"], json!({"result": 42}));
+    drop(stdin);
+    assert!(server.wait().unwrap().success());
 }

@@ -18,6 +18,7 @@ mod convert;
 mod http;
 mod input;
 mod stdio;
+mod transport;
 mod watch;
 
 pub use http::{Exposure, HttpOptions};
@@ -100,8 +101,14 @@ impl Server {
             Arc::clone(&self.peers),
         ));
         let running = match stdio::pipes() {
-            Some(pipes) => self.serve(pipes).await,
-            None => self.serve(rmcp::transport::stdio()).await,
+            Some((read, write)) => self.serve(transport::Stdio::new(read, write)).await,
+            None => {
+                self.serve(transport::Stdio::new(
+                    tokio::io::stdin(),
+                    tokio::io::stdout(),
+                ))
+                .await
+            }
         }
         .map_err(|e| e.to_string())?;
         let ended = running.waiting().await.map_err(|e| e.to_string());
