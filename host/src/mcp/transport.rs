@@ -310,6 +310,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":"a-7","method":"tools/call","params":{"name":"calc"}}"#,
             r#"{"params":{"arguments":{"n":[1,{"x":null}]},"name":"t","_meta":{"progressToken":"p1","other":3}},"method":"tools/call","id":9,"jsonrpc":"2.0"}"#,
             r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x","requestState":"s","inputResponses":{"approval":{"action":"accept","content":{"approve":true}}}},"extra":1}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"n","arguments":{"u":18446744073709551615,"i":-9223372036854775808,"f":1.5e300,"g":0.1,"s":"\u00e9\ud83d\ude00\n"}}}"#,
         ];
         for line in lines {
             assert!(
