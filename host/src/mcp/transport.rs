@@ -49,7 +49,11 @@ enum Incoming {
     Oversized,
 }
 
-/// Splits input into lines and parses each (see the module docs).
+/// Splits input into lines and parses each (see the module docs). rmcp's
+/// codec gets one line at a time rather than the stream: when it skips a
+/// line it answers "nothing yet", which `FramedRead` takes for "need more
+/// input", so a request already buffered behind that line would wait for
+/// the client's next write.
 struct Lines {
     max: usize,
     /// Inside a line over the limit: drop everything up to its newline.
