@@ -422,7 +422,10 @@ impl ServerHandler for Server {
             if modern {
                 asked = self.ask_to_retry(&cx, id, &request);
             } else if !cx.peer.supported_elicitation_modes().is_empty()
-                && self.elicit(&cx.peer, &id).await
+                // Boxed: inline, this rare wait (2.5 KB of future) would
+                // make every call's future that much larger, and rmcp moves
+                // a request's future when it spawns it.
+                && Box::pin(self.elicit(&cx.peer, &id)).await
             {
                 request.call_id = crate::call::CallId::new();
                 request.approval = Some(id);
