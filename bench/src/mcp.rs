@@ -102,9 +102,7 @@ impl Server {
     }
 
     fn send(&mut self, message: &Value) {
-        let mut line = message.to_string();
-        line.push('\n');
-        self.send_line(&line);
+        self.send_line(&line(message));
     }
 
     fn send_line(&mut self, line: &str) {
@@ -123,10 +121,8 @@ impl Server {
     fn request_line(&mut self, method: &str, params: &Value) -> (String, u64) {
         self.next_id += 1;
         let id = self.next_id;
-        let mut line =
-            json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string();
-        line.push('\n');
-        (line, id)
+        let request = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        (line(&request), id)
     }
 
     /// Reads lines until the answer to `id`; returns when its last byte
@@ -162,6 +158,13 @@ impl Server {
             })
             .collect()
     }
+}
+
+/// A message as one newline-terminated line.
+fn line(message: &Value) -> String {
+    let mut line = message.to_string();
+    line.push('\n');
+    line
 }
 
 impl Drop for Server {

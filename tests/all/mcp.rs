@@ -25,6 +25,12 @@ fn serve_on_pipes(t: &TestHost) -> (Child, ChildStdin, BufReader<ChildStdout>) {
     (server, stdin, stdout)
 }
 
+/// A bare client's `initialize` request, id 1.
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+           "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bare", "version": "0"}}})
+}
+
 #[test]
 fn serve_answers_initialize_list_and_call_over_stdio() {
     let t = TestHost::new(&[CALC, FS]).config(ALLOW_CALC);
@@ -42,8 +48,7 @@ fn serve_answers_initialize_list_and_call_over_stdio() {
             return message;
         }
     };
-    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bare", "version": "0"}}}));
+    send(initialize());
     assert_eq!(receive(1)["result"]["serverInfo"]["name"], "toolwarden");
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
@@ -94,8 +99,7 @@ fn serve_answers_on_stdout_redirected_to_a_file() {
     // that takes its time.
     std::thread::sleep(std::time::Duration::from_millis(500));
     for message in [
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-               "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bare", "version": "0"}}}),
+        initialize(),
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "calc", "arguments": {"op": "add", "a": 1, "b": 2}}}),
     ] {
@@ -141,9 +145,7 @@ fn serve_reads_past_bad_lines_and_answers_what_follows() {
         assert!(stdout.read_line(&mut line).unwrap() > 0, "stdout closed");
         serde_json::from_str::<Value>(&line).unwrap()
     };
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bare", "version": "0"}}});
-    writeln!(stdin, "{initialize}").unwrap();
+    writeln!(stdin, "{}", initialize()).unwrap();
     assert_eq!(next()["id"], 1);
     writeln!(
         stdin,
