@@ -62,6 +62,7 @@ pub use config::{Config, ConfigBuilder, DEFAULT_CONFIG_FILE, Limits, SandboxMode
 pub use controller::{Controller, Inspection};
 pub use error::{Error, PluginError};
 pub use export::{Format, Unexportable};
+pub use guards::MAX_RESIDENT_SESSIONS;
 pub use mcp::PLUGIN_POLL;
 pub use outcome::{CallError, CallResult, ErrorCode, Status, TraceStep};
 pub use policy::{Decision, Verdict};

@@ -2,7 +2,10 @@
 //! (The sandbox-mode and path guards are exercised in `sandbox.rs`.)
 
 use crate::harness::{ALLOW_ALL, TestHost, run_cli, runtime};
-use toolwarden::{CallRequest, CallResult, Controller, ErrorCode, SandboxMode, SessionId, Status};
+use toolwarden::{
+    CallRequest, CallResult, Controller, ErrorCode, MAX_RESIDENT_SESSIONS, SandboxMode, SessionId,
+    Status,
+};
 use toolwarden_tests::{CALC, FS, HOSTILE};
 
 fn call_in(host: &Controller, session: &str, tool: &str, args: &str) -> CallResult {
@@ -116,6 +119,33 @@ fn a_repeated_call_with_effects_is_a_duplicate_unless_harmless_or_allowed() {
         Status::Ok,
         "the config can turn the guard off"
     );
+}
+
+/// A session the host minted has no history in the database to read back,
+/// so its totals must outlive any number of other sessions while someone
+/// (an MCP connection) still holds it.
+#[test]
+fn a_held_session_keeps_its_totals_while_many_others_come_and_go() {
+    let t = TestHost::new(&[CALC, FS])
+        .sandbox(SandboxMode::WorkspaceWrite)
+        .config(&format!("[budget]\nmax_calls = 2\n\n{ALLOW_ALL}"));
+    let host = t.controller();
+    let held = SessionId::new();
+    let call = |session: &SessionId, tool: &str, args: &str| {
+        let request = CallRequest::new(tool, args).in_session(session.clone());
+        runtime().block_on(host.handle(request))
+    };
+    let write = r#"{"path":"w.txt","content":"w"}"#;
+    assert_eq!(call(&held, "write_file", write).status, Status::Ok);
+    for n in 0..MAX_RESIDENT_SESSIONS as i64 + 100 {
+        let passing = call(&SessionId::new(), "calc", &add(n));
+        assert_eq!(passing.status, Status::Ok, "{passing:#?}");
+    }
+    let again = call(&held, "write_file", write);
+    assert_eq!(again.code(), Some(ErrorCode::DuplicateCall), "{again:#?}");
+    assert_eq!(call(&held, "calc", &add(0)).status, Status::Ok);
+    let over = call(&held, "calc", &add(1));
+    assert_eq!(over.code(), Some(ErrorCode::BudgetExceeded), "{over:#?}");
 }
 
 #[test]

@@ -12,16 +12,23 @@
 //! after a call, so concurrent calls may together overrun `max_run_ms`.
 //! Another process sharing the database and the session is not seen until
 //! this one loads the session again. A session id this process minted has
-//! no history, so it is never looked up.
+//! no history, so it is never looked up; for the same reason its totals are
+//! kept in memory for as long as anyone still holds the id (an MCP
+//! connection does), however many other sessions come and go.
 
 use crate::call::SessionId;
 use crate::outcome::{CallError, ErrorCode};
 use crate::registry::Tool;
 use crate::spec::Effect;
 use crate::store::{ExecutionRow, Store, now_ms};
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
+
+/// The ledger's maps, keyed by session ids, tool names and argument
+/// digests. foldhash instead of SipHash: a call hashes several keys under
+/// the ledger's lock, and foldhash's per-process random seed is enough
+/// against keys chosen to collide (digests are SHA-256 outputs anyway).
+type Map<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// Limits per session, from the `[budget]` table. `None` is unlimited.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -40,9 +47,9 @@ fn exceeded(message: String) -> Result<(), CallError> {
     Err(CallError::new(ErrorCode::BudgetExceeded, message))
 }
 
-/// Sessions whose totals stay in memory; beyond it, idle sessions are
-/// dropped and read back from the database when they return.
-const MAX_SESSIONS: usize = 4096;
+/// Sessions whose totals stay in memory; beyond it, idle sessions that can
+/// be read back from the database (or never come back) are dropped.
+pub const MAX_RESIDENT_SESSIONS: usize = 4096;
 
 /// What one session has executed (or reserved) so far. Keys are shared
 /// with the calls' records, so counting a call copies no text.
@@ -52,24 +59,30 @@ struct SessionTotals {
     run_us: u64,
     /// Reservations not yet executed or given back.
     in_flight: u64,
-    tools: HashMap<Arc<str>, ToolTotals>,
+    /// This process minted the id: the database knows nothing these totals
+    /// do not, so they must not be dropped while the id is still held.
+    minted: bool,
+    tools: Map<Arc<str>, ToolTotals>,
 }
 
 #[derive(Debug, Default)]
 struct ToolTotals {
     calls: u64,
-    /// Calls per argument digest.
-    per_args: HashMap<Arc<str>, u64>,
+    /// Calls per argument digest, for the duplicate guard. Only calls it
+    /// could refuse a repeat of are counted here (see [`repeats_checked`]).
+    per_args: Map<Arc<str>, u64>,
 }
 
 impl SessionTotals {
-    fn add(&mut self, tool: &Arc<str>, digest: &Arc<str>, calls: u64) {
+    /// Counts `calls` of `tool`, and of its arguments when `digest` is given.
+    fn add(&mut self, tool: &Arc<str>, digest: Option<&Arc<str>>, calls: u64) {
         self.calls += calls;
         let per_tool = match self.tools.get_mut(tool) {
             Some(t) => t,
             None => self.tools.entry(Arc::clone(tool)).or_default(),
         };
         per_tool.calls += calls;
+        let Some(digest) = digest else { return };
         match per_tool.per_args.get_mut(digest) {
             Some(n) => *n += calls,
             None => {
@@ -78,21 +91,41 @@ impl SessionTotals {
         }
     }
 
-    fn remove_one(&mut self, tool: &str, digest: &str) {
+    fn remove_one(&mut self, tool: &str, digest: Option<&str>) {
         self.calls = self.calls.saturating_sub(1);
         if let Some(t) = self.tools.get_mut(tool) {
             t.calls = t.calls.saturating_sub(1);
-            if let Some(n) = t.per_args.get_mut(digest) {
+            if let Some(n) = digest.and_then(|d| t.per_args.get_mut(d)) {
                 *n = n.saturating_sub(1);
             }
         }
     }
 }
 
+/// The sessions in memory, and when to look for ones to drop.
+#[derive(Debug)]
+struct Sessions {
+    totals: Map<Arc<str>, SessionTotals>,
+    /// Size at which idle sessions are next dropped: twice what a sweep
+    /// kept, so that many live sessions do not make every new one sweep.
+    sweep_at: usize,
+}
+
+impl Sessions {
+    /// Drops the sessions that are idle and either named (the database
+    /// has their history) or minted and no longer held by anyone: the map's
+    /// key is then the id's last copy, so the session cannot come back.
+    fn sweep(&mut self) {
+        self.totals
+            .retain(|id, t| t.in_flight > 0 || (t.minted && Arc::strong_count(id) > 1));
+        self.sweep_at = (self.totals.len() * 2).max(MAX_RESIDENT_SESSIONS);
+    }
+}
+
 /// Every session's totals, shared by the guard and the reservations it hands out.
 #[derive(Debug)]
 pub(super) struct Ledger {
-    sessions: Mutex<HashMap<Arc<str>, SessionTotals>>,
+    sessions: Mutex<Sessions>,
     store: Arc<Store>,
 }
 
@@ -104,6 +137,8 @@ pub struct Reservation {
     session: Arc<str>,
     tool: Arc<str>,
     digest: Arc<str>,
+    /// The call was counted under its digest too.
+    per_args: bool,
     spent: bool,
 }
 
@@ -113,7 +148,7 @@ impl Reservation {
     pub fn executed(mut self, ran_for: Duration) -> ExecutionRow {
         self.spent = true;
         let us = ran_for.as_micros().min(i64::MAX as u128) as u64;
-        if let Some(totals) = self.ledger.lock().get_mut(&self.session) {
+        if let Some(totals) = self.ledger.lock().totals.get_mut(&self.session) {
             totals.run_us += us;
             totals.in_flight = totals.in_flight.saturating_sub(1);
         }
@@ -130,9 +165,10 @@ impl Reservation {
 impl Drop for Reservation {
     fn drop(&mut self) {
         if !self.spent
-            && let Some(totals) = self.ledger.lock().get_mut(&self.session)
+            && let Some(totals) = self.ledger.lock().totals.get_mut(&self.session)
         {
-            totals.remove_one(&self.tool, &self.digest);
+            let digest = self.per_args.then_some(&*self.digest);
+            totals.remove_one(&self.tool, digest);
             totals.in_flight = totals.in_flight.saturating_sub(1);
         }
     }
@@ -141,12 +177,15 @@ impl Drop for Reservation {
 impl Ledger {
     pub(super) fn new(store: Arc<Store>) -> Ledger {
         Ledger {
-            sessions: Mutex::new(HashMap::new()),
+            sessions: Mutex::new(Sessions {
+                totals: Map::default(),
+                sweep_at: MAX_RESIDENT_SESSIONS,
+            }),
             store,
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<Arc<str>, SessionTotals>> {
+    fn lock(&self) -> MutexGuard<'_, Sessions> {
         // Totals are plain counters: a panic elsewhere cannot leave them torn.
         self.sessions
             .lock()
@@ -156,6 +195,7 @@ impl Ledger {
     fn load(&self, session: &SessionId) -> Result<SessionTotals, CallError> {
         let mut totals = SessionTotals::default();
         if session.is_new() {
+            totals.minted = true;
             return Ok(totals);
         }
         let groups = self
@@ -169,7 +209,7 @@ impl Ledger {
             })?;
         for g in groups {
             let (tool, digest) = (Arc::from(g.tool), Arc::from(g.args_digest));
-            totals.add(&tool, &digest, g.calls.max(0) as u64);
+            totals.add(&tool, Some(&digest), g.calls.max(0) as u64);
             totals.run_us += g.duration_us.max(0) as u64;
         }
         Ok(totals)
@@ -185,34 +225,47 @@ impl Ledger {
         digest: Arc<str>,
     ) -> Result<Reservation, CallError> {
         let mut sessions = self.lock();
-        let totals = match sessions.get_mut(session.as_str()) {
+        let sessions = &mut *sessions;
+        let totals = match sessions.totals.get_mut(session.as_str()) {
             Some(totals) => totals,
             None => {
                 let loaded = self.load(session)?;
-                if sessions.len() >= MAX_SESSIONS {
-                    sessions.retain(|_, t| t.in_flight > 0);
+                if sessions.totals.len() >= sessions.sweep_at {
+                    sessions.sweep();
                 }
-                sessions.entry(session.shared()).or_insert(loaded)
+                sessions.totals.entry(session.shared()).or_insert(loaded)
             }
         };
-        check(budget, totals, tool, &digest)?;
-        totals.add(&tool.name, &digest, 1);
+        let per_args = repeats_checked(budget, tool);
+        check(budget, totals, tool, per_args.then_some(&*digest))?;
+        totals.add(&tool.name, per_args.then_some(&digest), 1);
         totals.in_flight += 1;
         Ok(Reservation {
             ledger: Arc::clone(self),
             session: session.shared(),
             tool: Arc::clone(&tool.name),
             digest,
+            per_args,
             spent: false,
         })
     }
 }
 
+/// Whether the duplicate guard can refuse a repeat of this tool's calls:
+/// not when the config allows repeats, nor for a tool whose calls are
+/// read-only and idempotent. Only then are its calls counted per arguments.
+fn repeats_checked(budget: &Budget, tool: &Tool) -> bool {
+    let harmless = tool.spec.effects.contains(Effect::ReadOnly)
+        && tool.spec.effects.contains(Effect::Idempotent);
+    !budget.allow_duplicate_calls && !harmless
+}
+
+/// `digest` is given when the duplicate guard applies to the call.
 fn check(
     budget: &Budget,
     totals: &SessionTotals,
     tool: &Tool,
-    digest: &str,
+    digest: Option<&str>,
 ) -> Result<(), CallError> {
     let name = &tool.spec.name;
     if let Some(max) = budget.max_calls
@@ -239,13 +292,12 @@ fn check(
             totals.run_us / 1000
         ));
     }
+    let Some(digest) = digest else { return Ok(()) };
     let same_args = per_tool
         .and_then(|t| t.per_args.get(digest))
         .copied()
         .unwrap_or(0);
-    let harmless = tool.spec.effects.contains(Effect::ReadOnly)
-        && tool.spec.effects.contains(Effect::Idempotent);
-    if same_args > 0 && !budget.allow_duplicate_calls && !harmless {
+    if same_args > 0 {
         return Err(CallError::new(
             ErrorCode::DuplicateCall,
             format!(

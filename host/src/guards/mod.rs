@@ -16,7 +16,7 @@
 mod budget;
 mod path;
 
-pub use budget::{Budget, Reservation};
+pub use budget::{Budget, MAX_RESIDENT_SESSIONS, Reservation};
 
 use crate::call::SessionId;
 use crate::config::SandboxMode;
