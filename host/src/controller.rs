@@ -231,6 +231,19 @@ impl Controller {
         results
     }
 
+    /// Makes this thread answer before it tears down the sandboxes of the
+    /// calls it ran, until [`Controller::finish_deferred_teardowns`]: for a
+    /// thread that serves a client and has a moment when it would otherwise
+    /// wait (see `sandbox::teardown`).
+    pub(crate) fn defer_teardowns_on_this_thread() {
+        crate::sandbox::defer_on_this_thread();
+    }
+
+    /// Tears down the sandboxes this thread kept.
+    pub(crate) fn finish_deferred_teardowns() {
+        crate::sandbox::finish_deferred();
+    }
+
     /// Sandbox instances free right now (`limits.max_instances` when no call
     /// runs): lets the soak test prove that no call leaks one.
     #[doc(hidden)]

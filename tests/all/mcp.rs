@@ -6,6 +6,7 @@ use crate::harness::TestHost;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Stdio};
+use std::time::Duration;
 use toolwarden_tests::{CALC, FS};
 
 const ALLOW_CALC: &str = "[[rule]]\ntools = [\"calc\"]\ndecision = \"allow\"\nreason = \"ok\"\n";
@@ -180,6 +181,68 @@ fn serve_reads_past_bad_lines_and_answers_what_follows() {
     let answer = next();
     assert_eq!(answer["id"], 2, "{answer}");
     assert_eq!(answer["result"]["structuredContent"], json!({"result": 42}));
+    drop(stdin);
+    assert!(server.wait().unwrap().success());
+}
+
+/// The connection's thread answers a call before it tears the call's
+/// sandbox down, and does that before it waits for the next request. With a
+/// single sandbox instance, every call after the first needs the previous
+/// one's back: answered one by one, or all sent at once.
+#[test]
+fn serve_gives_each_sandbox_back_after_answering_even_with_one_instance() {
+    let t = TestHost::new(&[CALC]).config(&format!("[limits]\nmax_instances = 1\n\n{ALLOW_CALC}"));
+    let (mut server, mut stdin, mut stdout) = serve_on_pipes(&t);
+    let (answers, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        while stdout.read_line(&mut line).is_ok_and(|n| n > 0) {
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if answers.send(message).is_err() {
+                return;
+            }
+            line.clear();
+        }
+    });
+    let wait = Duration::from_secs(30);
+    let next = || {
+        received
+            .recv_timeout(wait)
+            .expect("no answer in 30 s: a call waits for a sandbox nobody gives back")
+    };
+    let call = |id: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": "calc", "arguments": {"op": "mul", "a": id, "b": 2}}})
+    };
+    writeln!(stdin, "{}", initialize()).unwrap();
+    assert_eq!(next()["id"], 1);
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    writeln!(stdin, "{initialized}").unwrap();
+    for id in 2..6 {
+        writeln!(stdin, "{}", call(id)).unwrap();
+        let answer = next();
+        assert_eq!(answer["id"], id, "{answer}");
+        assert_eq!(
+            answer["result"]["structuredContent"],
+            json!({"result": id * 2})
+        );
+    }
+    let burst: String = (6..40).map(|id| format!("{}\n", call(id))).collect();
+    stdin.write_all(burst.as_bytes()).unwrap();
+    let mut ids: Vec<u64> = (6..40)
+        .map(|_| {
+            let answer = next();
+            let id = answer["id"].as_u64().unwrap();
+            assert_eq!(
+                answer["result"]["structuredContent"],
+                json!({"result": id * 2}),
+                "{answer}"
+            );
+            id
+        })
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (6..40).collect::<Vec<_>>());
     drop(stdin);
     assert!(server.wait().unwrap().success());
 }

@@ -21,8 +21,8 @@ use super::{Event, Subject, record_hash};
 use crate::audit::Redactor;
 use crate::store::{ExecutionRow, NewAuditRow, Store, now_ms};
 use std::borrow::Cow;
+use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
-use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -61,9 +61,11 @@ struct Job {
     done: Option<SyncSender<Result<(), String>>>,
 }
 
+/// The callers' end of the queue. Not behind a lock: a `SyncSender` is
+/// shared as it is, and only `drop` (which has the writer to itself) closes it.
 pub(super) struct Writer {
-    sender: Mutex<Option<SyncSender<Job>>>,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    sender: Option<SyncSender<Job>>,
+    thread: Option<JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Writer {
@@ -98,8 +100,8 @@ impl Writer {
                 write_batches(&store, &redactor, &receiver, window);
             })?;
         Ok(Writer {
-            sender: Mutex::new(Some(sender)),
-            thread: Mutex::new(Some(thread)),
+            sender: Some(sender),
+            thread: Some(thread),
         })
     }
 
@@ -124,14 +126,7 @@ impl Writer {
             ts_ms: now_ms(),
             done,
         };
-        // Sent outside the lock: a full queue makes this caller wait, not
-        // every other caller behind the lock too.
-        let sender = self
-            .sender
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone();
-        let sent = sender.map(|s| s.send(job).is_ok());
+        let sent = self.sender.as_ref().map(|s| s.send(job).is_ok());
         if sent != Some(true) {
             return Err("the audit writer has stopped".into());
         }
@@ -159,18 +154,8 @@ impl Writer {
 impl Drop for Writer {
     fn drop(&mut self) {
         // Closing the channel lets the thread commit what is queued and end.
-        drop(
-            self.sender
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .take(),
-        );
-        let thread = self
-            .thread
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .take();
-        if let Some(thread) = thread
+        drop(self.sender.take());
+        if let Some(thread) = self.thread.take()
             && thread.join().is_err()
         {
             tracing::error!("the audit writer panicked; records queued at the end may be missing");

@@ -52,7 +52,10 @@ pub fn serve(host: Arc<Controller>) -> Result<(), String> {
         .build()
         .map_err(|e| format!("cannot start the connection's runtime: {e}"))?;
     let server = Server::new(host, calls.handle().clone());
+    // The connection answers first and tears down after: see `watch_stdin`.
+    Controller::defer_teardowns_on_this_thread();
     let served = connection.block_on(server.serve_stdio());
+    Controller::finish_deferred_teardowns();
     // Calls still running hold timers of the connection's runtime: stop them
     // before that runtime goes.
     drop(calls);
@@ -68,7 +71,11 @@ pub(super) fn call_finished() {
 /// Returns once stdin has something to read, a call has finished, or
 /// [`SPIN_BEFORE_PARK`] has passed; the runtime then parks, and returns at
 /// once if there is work.
+///
+/// First, the calls answered since the last park are torn down: their
+/// answers are out, and the client is reading them meanwhile.
 fn watch_stdin() {
+    Controller::finish_deferred_teardowns();
     let deadline = Instant::now() + SPIN_BEFORE_PARK;
     let stdin = std::io::stdin();
     let mut ready = [PollFd::new(&stdin, PollFlags::IN)];

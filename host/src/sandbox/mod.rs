@@ -18,11 +18,13 @@ mod engine;
 mod host;
 mod run;
 mod state;
+mod teardown;
 
 pub use engine::{EPOCH_TICK, LOAD_INSTANCES, MAX_WASM_STACK, engine_config};
 pub use host::LOG_BUDGET_BYTES;
 pub use run::{GUEST_WORKSPACE, OUTPUT_PIPE_BYTES, RawOutput, RunContext, ToolFailure};
 pub use state::MAX_HANDLES;
+pub use teardown::{defer_on_this_thread, finish_deferred};
 
 use crate::approval::PreparedCall;
 use crate::config::Limits;
@@ -33,6 +35,7 @@ use bindings::PluginPre;
 use state::CallState;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use wasmtime::Engine;
 use wasmtime::component::{Component, HasSelf, Linker};
 
@@ -87,7 +90,7 @@ pub struct Sandbox {
     workspace: PathBuf,
     limits: Limits,
     /// One permit per call instance the pool holds (`limits.max_instances`).
-    slots: tokio::sync::Semaphore,
+    slots: Arc<tokio::sync::Semaphore>,
     ticker: engine::Ticker,
 }
 
@@ -118,7 +121,7 @@ impl Sandbox {
             cache,
             workspace: workspace.to_owned(),
             limits: limits.clone(),
-            slots: tokio::sync::Semaphore::new(limits.max_instances as usize),
+            slots: Arc::new(tokio::sync::Semaphore::new(limits.max_instances as usize)),
             ticker,
         })
     }

@@ -270,7 +270,7 @@ pub(super) async fn invoke(
     // Beyond `max_instances` calls in flight, a call waits for an instance
     // (still cancellable) rather than failing; the wait is not run time.
     // A free instance is taken without registering as a waiter anywhere.
-    let _slot = match sandbox.slots.try_acquire() {
+    let slot = match Arc::clone(&sandbox.slots).try_acquire_owned() {
         Ok(slot) => Ok(slot),
         Err(_) => tokio::select! {
             biased;
@@ -283,8 +283,18 @@ pub(super) async fn invoke(
                     fuel_used: None,
                 };
             }
-            slot = sandbox.slots.acquire() => slot,
+            slot = Arc::clone(&sandbox.slots).acquire_owned() => slot,
         },
+    };
+    // The semaphore is never closed.
+    let Ok(slot) = slot else {
+        return Execution {
+            result: Err(CallError::new(
+                ErrorCode::HostError,
+                "the sandbox is shutting down; the call did not run",
+            )),
+            fuel_used: None,
+        };
     };
     let host = HostState {
         tool: Arc::clone(&tool.name),
@@ -340,6 +350,7 @@ pub(super) async fn invoke(
         Err(ToolError::NotFound(m)) => Err(ToolFailure::NotFound(m)),
         Err(ToolError::Failed(m)) => Err(ToolFailure::Failed(m)),
     });
+    super::teardown::release(super::teardown::Teardown::new(store, slot));
     Execution { result, fuel_used }
 }
 
