@@ -8,13 +8,14 @@
 //! startup with 1, 10 and 50 plugins, cold and warm; (6) a batch of 8
 //! read-only calls against the same 8 run serially; (7) `tools/call` round
 //! trips over MCP stdio with a bare JSON-RPC client, beside `ping` and `cat`,
-//! scheduled freely and on one core; (8) peak RSS during 1,000 concurrent
-//! in-flight calls. The figures also go to `target/bench/bench-<unix ms>.json`,
-//! so two runs can be compared. Timing belongs here, never in test
-//! assertions.
+//! scheduled freely and on one core, with the client asleep in `read` while
+//! it waits (as SDK clients wait) and, freely scheduled, also polling; (8)
+//! peak RSS during 1,000 concurrent in-flight calls. The figures also go to
+//! `target/bench/bench-<unix ms>.json`, so two runs can be compared. Timing
+//! belongs here, never in test assertions.
 //!
-//! What is compared is measured interleaved (rows 1 and 2; the three parts
-//! of row 7), in rounds of [`ROUND`] calls: the machine's speed drifts, and
+//! What is compared is measured interleaved (rows 1 and 2; the parts of
+//! row 7), in rounds of [`ROUND`] calls: the machine's speed drifts, and
 //! measured one after the other the drift would land in the ratios.
 //!
 //! `BENCH_SCALE` (default 1) multiplies the iteration counts; `BENCH_ROWS`
@@ -24,7 +25,7 @@ mod bare;
 mod mcp;
 
 use bare::{Api, Engine, Floor};
-use mcp::Exchange;
+use mcp::{Exchange, Wait};
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -541,13 +542,14 @@ fn batch_row(controller: &Controller, out: &mut Map<String, Value>) {
 /// vCPU; on one core the figures are the software's own. (`cat` always
 /// shares the client's vCPU, so its floor is a one-vCPU floor.)
 fn mcp_row(scale: usize, out: &mut Map<String, Value>) {
-    let free = mcp_rounds(scale);
-    let one_core = mcp::on_one_core(|| mcp_rounds(scale));
-    let [call, ping, echo] = free;
+    let ([call, ping, echo], polled) = mcp_rounds(scale, true);
+    let ([call_1, ping_1, echo_1], _) = mcp::on_one_core(|| mcp_rounds(scale, false));
     call.line("7. MCP stdio tools/call round trip (bare JSON-RPC client)");
     ping.line("   `ping` round trip (the server's JSON-RPC layer alone)");
     echo.line("   the same line echoed by `cat` (the pipes' own floor)");
-    let [call_1, ping_1, echo_1] = one_core;
+    if let Some(polled) = &polled {
+        polled.line("   tools/call, a client that polls instead of sleeping");
+    }
     call_1.line("   tools/call, client and server on one core");
     ping_1.line("   `ping`, on one core");
     echo_1.line("   `cat`, on one core");
@@ -559,6 +561,9 @@ fn mcp_row(scale: usize, out: &mut Map<String, Value>) {
     out.insert("mcp_stdio_round_trip".into(), call.json());
     out.insert("mcp_stdio_ping".into(), ping.json());
     out.insert("pipe_echo_round_trip".into(), echo.json());
+    if let Some(polled) = &polled {
+        out.insert("mcp_stdio_round_trip_polling_client".into(), polled.json());
+    }
     out.insert(
         "mcp_stdio_one_core".into(),
         json!({ "tools_call": call_1.json(), "ping": ping_1.json(), "pipe_echo": echo_1.json() }),
@@ -566,8 +571,10 @@ fn mcp_row(scale: usize, out: &mut Map<String, Value>) {
 }
 
 /// `tools/call`, `ping` and `cat` round trips, `3000 * scale` of each, in
-/// interleaved rounds of [`ROUND`].
-fn mcp_rounds(scale: usize) -> [Summary; 3] {
+/// interleaved rounds of [`ROUND`], with a client that sleeps in `read`;
+/// with `polled`, also `tools/call` with a client that polls (on one core
+/// a polling client would only take turns with the server).
+fn mcp_rounds(scale: usize, polled: bool) -> ([Summary; 3], Option<Summary>) {
     let binary = std::env::current_exe()
         .expect("own path")
         .with_file_name("toolwarden");
@@ -580,19 +587,30 @@ fn mcp_rounds(scale: usize) -> [Summary; 3] {
     );
     let mut echo = mcp::Server::echo();
     let mut samples: [Vec<Duration>; 3] = Default::default();
+    let mut polled_samples = Vec::new();
     let n = 3000 * scale;
     for round in 0..=n / ROUND {
         let call = server.round_trips(Exchange::CallCalc, ROUND);
         let ping = server.round_trips(Exchange::Ping, ROUND);
         let echoed = echo.round_trips(Exchange::Echo, ROUND);
+        let polling = if polled {
+            server.wait_by(Wait::Poll);
+            let polling = server.round_trips(Exchange::CallCalc, ROUND);
+            server.wait_by(Wait::Sleep);
+            polling
+        } else {
+            Vec::new()
+        };
         // Round 0 warms up and is not kept.
         if round > 0 {
             samples[0].extend(call);
             samples[1].extend(ping);
             samples[2].extend(echoed);
+            polled_samples.extend(polling);
         }
     }
-    samples.map(summarize)
+    let polled = (!polled_samples.is_empty()).then(|| summarize(polled_samples));
+    (samples.map(summarize), polled)
 }
 
 fn rss_row(controller: &Arc<Controller>, out: &mut Map<String, Value>) {

@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
+use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -12,7 +13,26 @@ pub struct Server {
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     next_id: u64,
+    /// How the client waits for an answer (see [`Wait`]).
+    wait: Wait,
 }
+
+/// How the client waits for an answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Asleep in `read`, as SDK clients wait. On a VM whose idle vCPUs
+    /// halt, the answer must then wake the client's vCPU: a cost of the
+    /// client's, which lands in the round trip.
+    Sleep,
+    /// Polling its pipe (and yielding, so a server on the same CPU still
+    /// runs) for up to [`POLL_FOR`], as the server watches stdin between
+    /// requests; then asleep as above. The round trip is then the server's
+    /// time and the pipes', with no vCPU woken from halt on the client's side.
+    Poll,
+}
+
+/// How long a polling client polls before it sleeps in `read`.
+const POLL_FOR: Duration = Duration::from_millis(2);
 
 /// What one round trip sends, and what its answer must look like.
 #[derive(Clone, Copy, Debug)]
@@ -98,6 +118,34 @@ impl Server {
             stdin,
             stdout,
             next_id: 0,
+            wait: Wait::Sleep,
+        }
+    }
+
+    /// From now on, waits for answers this way.
+    pub fn wait_by(&mut self, wait: Wait) {
+        self.wait = wait;
+    }
+
+    /// With [`Wait::Poll`], returns once the answer's first bytes are
+    /// there to read (or [`POLL_FOR`] has passed).
+    fn poll_for_answer(&mut self) {
+        if self.wait == Wait::Sleep || !self.stdout.buffer().is_empty() {
+            return;
+        }
+        let mut ready = libc::pollfd {
+            fd: self.stdout.get_ref().as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let started = Instant::now();
+        while started.elapsed() < POLL_FOR {
+            // SAFETY: one valid `pollfd`, a zero timeout.
+            if unsafe { libc::poll(&mut ready, 1, 0) } != 0 {
+                return;
+            }
+            // SAFETY: no arguments; lets a server on this CPU run.
+            unsafe { libc::sched_yield() };
         }
     }
 
@@ -131,6 +179,7 @@ impl Server {
         let mut line = String::new();
         loop {
             line.clear();
+            self.poll_for_answer();
             let read = self.stdout.read_line(&mut line).expect("read");
             let arrived = Instant::now();
             assert!(read > 0, "the server closed stdout");
