@@ -27,7 +27,11 @@ pub(super) struct Teardown {
 }
 
 impl Teardown {
-    pub fn new(store: Store<CallState>, slot: OwnedSemaphorePermit) -> Teardown {
+    /// Keeps nothing a caller waits on: the call's progress sink goes now,
+    /// since its last copy going is what tells the MCP server that every
+    /// report is out and the answer may follow.
+    pub fn new(mut store: Store<CallState>, slot: OwnedSemaphorePermit) -> Teardown {
+        store.data_mut().host.progress = None;
         Teardown {
             _store: store,
             _slot: slot,
