@@ -132,7 +132,48 @@ pub fn binary() -> PathBuf {
         "`{}` is missing.\nhint: build it first with `cargo build --release -p toolwarden` (`make test` does)",
         bin.display()
     );
+    static CHECKED: std::sync::Once = std::sync::Once::new();
+    CHECKED.call_once(|| refuse_stale(&bin));
     bin
+}
+
+/// `cargo test` rebuilds the library the tests link, not the CLI they run:
+/// a CLI older than the host's sources would let a CLI test pass on code
+/// that is no longer there.
+fn refuse_stale(bin: &Path) {
+    let built = std::fs::metadata(bin).and_then(|m| m.modified());
+    let Some(repo) = Path::new(env!("CARGO_MANIFEST_DIR")).parent() else {
+        return;
+    };
+    let (Ok(built), Some((newest, changed))) = (built, newest_file(&repo.join("host"))) else {
+        return;
+    };
+    assert!(
+        newest <= built,
+        "`{}` is older than `{}`: the CLI tests would run old code.\nhint: rebuild it with `cargo build --release -p toolwarden` (`make test` does)",
+        bin.display(),
+        changed.display()
+    );
+}
+
+/// The most recently modified file under `dir`, and when.
+fn newest_file(dir: &Path) -> Option<(std::time::SystemTime, PathBuf)> {
+    let mut newest: Option<(std::time::SystemTime, PathBuf)> = None;
+    let mut pending = vec![dir.to_owned()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).ok()?.flatten() {
+            let path = entry.path();
+            let Ok(meta) = entry.metadata() else { continue };
+            if meta.is_dir() {
+                pending.push(path);
+            } else if let Ok(modified) = meta.modified()
+                && newest.as_ref().is_none_or(|(t, _)| modified > *t)
+            {
+                newest = Some((modified, path));
+            }
+        }
+    }
+    newest
 }
 
 pub fn run_cli(cmd: &mut Command) -> (i32, String, String) {
