@@ -32,26 +32,41 @@ fn initialize() -> Value {
            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bare", "version": "0"}}})
 }
 
+/// The notification a client sends once `initialize` is answered.
+fn initialized() -> Value {
+    json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+}
+
+/// The next message the server wrote; `None` once it closed stdout.
+fn read_message(stdout: &mut impl BufRead) -> Option<Value> {
+    let mut line = String::new();
+    if stdout
+        .read_line(&mut line)
+        .expect("read the server's stdout")
+        == 0
+    {
+        return None;
+    }
+    Some(
+        serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout is not JSON-RPC ({e}): {line}")),
+    )
+}
+
 #[test]
 fn serve_answers_initialize_list_and_call_over_stdio() {
     let t = TestHost::new(&[CALC, FS]).config(ALLOW_CALC);
     let (mut server, mut stdin, mut stdout) = serve_on_pipes(&t);
     let mut send = |message: Value| writeln!(stdin, "{message}").unwrap();
     let mut receive = |id: u64| loop {
-        let mut line = String::new();
-        assert!(
-            stdout.read_line(&mut line).unwrap() > 0,
-            "the server closed stdout"
-        );
-        let message: Value = serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("stdout is not JSON-RPC ({e}): {line}"));
+        let message = read_message(&mut stdout).expect("the server closed stdout");
         if message["id"] == id {
             return message;
         }
     };
     send(initialize());
     assert_eq!(receive(1)["result"]["serverInfo"]["name"], "toolwarden");
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(initialized());
     send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
     let tools = receive(2);
     let names: Vec<&str> = tools["result"]["tools"]
@@ -101,7 +116,7 @@ fn serve_answers_on_stdout_redirected_to_a_file() {
     std::thread::sleep(std::time::Duration::from_millis(500));
     for message in [
         initialize(),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        initialized(),
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "calc", "arguments": {"op": "add", "a": 1, "b": 2}}}),
     ] {
         writeln!(stdin, "{message}").unwrap();
@@ -141,19 +156,10 @@ fn serve_refuses_a_public_http_address_without_a_token() {
 fn serve_reads_past_bad_lines_and_answers_what_follows() {
     let t = TestHost::new(&[CALC]).config(ALLOW_CALC);
     let (mut server, mut stdin, mut stdout) = serve_on_pipes(&t);
-    let mut next = || {
-        let mut line = String::new();
-        assert!(stdout.read_line(&mut line).unwrap() > 0, "stdout closed");
-        serde_json::from_str::<Value>(&line).unwrap()
-    };
+    let mut next = || read_message(&mut stdout).expect("the server closed stdout");
     writeln!(stdin, "{}", initialize()).unwrap();
     assert_eq!(next()["id"], 1);
-    writeln!(
-        stdin,
-        "{}",
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    )
-    .unwrap();
+    writeln!(stdin, "{}", initialized()).unwrap();
     // Not JSON, an empty line, a notification from another protocol, and a
     // line over the 16 MiB a message may take: all passed over in silence.
     let oversized = format!(
@@ -195,13 +201,10 @@ fn serve_gives_each_sandbox_back_after_answering_even_with_one_instance() {
     let (mut server, mut stdin, mut stdout) = serve_on_pipes(&t);
     let (answers, received) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let mut line = String::new();
-        while stdout.read_line(&mut line).is_ok_and(|n| n > 0) {
-            let message: Value = serde_json::from_str(&line).unwrap();
+        while let Some(message) = read_message(&mut stdout) {
             if answers.send(message).is_err() {
                 return;
             }
-            line.clear();
         }
     });
     let wait = Duration::from_secs(30);
@@ -216,8 +219,7 @@ fn serve_gives_each_sandbox_back_after_answering_even_with_one_instance() {
     };
     writeln!(stdin, "{}", initialize()).unwrap();
     assert_eq!(next()["id"], 1);
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    writeln!(stdin, "{initialized}").unwrap();
+    writeln!(stdin, "{}", initialized()).unwrap();
     for id in 2..6 {
         writeln!(stdin, "{}", call(id)).unwrap();
         let answer = next();
