@@ -316,6 +316,13 @@ impl Arguments {
         }
     }
 
+    /// Materializes a value a step derived from the call's arguments (the
+    /// path step's resolved paths): the same bounds, a fresh canonical form
+    /// and digest.
+    pub(crate) fn from_value(value: Arc<Value>) -> Result<Self, CallError> {
+        Arguments::canonicalize(value)
+    }
+
     fn canonicalize(value: Arc<Value>) -> Result<Self, CallError> {
         if !value.is_object() {
             return Err(CallError::new(

@@ -73,7 +73,7 @@ pub fn check(config: &Config, target: Option<&Path>) -> Result<Report, Error> {
     for tool in &tools {
         let explanation = config
             .policy
-            .explain(&tool.spec, tool.plugin.file_name(), None);
+            .explain(&tool.spec, tool.plugin.file_name(), None, None);
         for (used, report) in rule_used.iter_mut().zip(&explanation.rules) {
             *used |= report.matched || report.needs_args;
         }

@@ -24,6 +24,7 @@ use crate::sandbox::{RunContext, Sandbox};
 use crate::scheduler;
 use crate::schema;
 use crate::store::ExecutionRow;
+use crate::workspace::{LocatedPath, Workspace};
 use futures::StreamExt;
 use std::path::Path;
 use std::sync::{Arc, RwLock};
@@ -36,6 +37,7 @@ pub struct Controller {
     /// Swapped whole on reload; a call holds the `Arc` of the version it
     /// started with until it ends.
     registry: RwLock<Arc<Registry>>,
+    workspace: Workspace,
     guards: Guards,
     records: Records,
     sandbox: Sandbox,
@@ -106,15 +108,12 @@ impl Controller {
         let records = Records::open(&config)?;
         let sandbox = Sandbox::new(&config.workspace, &config.state_dir, &config.limits)?;
         let registry = Registry::load(&config.plugins_dir, &sandbox)?;
-        let guards = Guards::new(
-            &config.workspace,
-            config.sandbox,
-            config.budget.clone(),
-            records.store(),
-        )?;
+        let guards = Guards::new(config.sandbox, config.budget.clone(), records.store());
+        let workspace = open_workspace(&config)?;
         Ok(Controller {
             config,
             registry: RwLock::new(Arc::new(registry)),
+            workspace,
             guards,
             records,
             sandbox,
@@ -184,16 +183,24 @@ impl Controller {
             .evaluate(&tool.spec, tool.plugin.file_name(), None)
     }
 
-    /// What every policy rule makes of a call, without running anything.
+    /// What every policy rule makes of a call, without running anything:
+    /// paths are resolved as for a call, and those that lead elsewhere
+    /// than they read are listed with both forms.
     pub fn explain(&self, tool: &str, args: &str) -> Result<Explanation, CallError> {
         let args = Arguments::materialize(args)?;
         let resolved = self.registry().resolve(tool, args)?;
         let tool = resolved.tool();
-        Ok(self.config.policy.explain(
+        let written = resolved.args().value();
+        let paths = self.workspace.paths(&tool.input, written);
+        let rewritten = Workspace::rewrite(written, &paths);
+        let mut explanation = self.config.policy.explain(
             &tool.spec,
             tool.plugin.file_name(),
-            Some(resolved.args().value()),
-        ))
+            Some(rewritten.as_ref().unwrap_or(written)),
+            rewritten.as_ref().map(|_| written),
+        );
+        explanation.paths = paths.into_iter().filter(LocatedPath::noteworthy).collect();
+        Ok(explanation)
     }
 
     /// Runs one call through the whole pipeline. Always returns a result.
@@ -355,12 +362,23 @@ impl Controller {
         trail.begin("validate");
         let validated = schema::validate(resolved)?;
         trail.end(|| "the arguments match the input schema".into());
+        trail.begin("paths");
+        let (located, _lease) = self.workspace.locate(validated).await?;
+        trail.end(|| describe_paths(located.paths()));
+        if located.written().is_some() {
+            trail.events.push(Event::Paths {
+                paths: located.paths().to_vec(),
+                args_digest: located.call().resolved().args().shared_digest(),
+            });
+        }
         trail.begin("policy");
-        let authorized = self
-            .config
-            .policy
-            .authorize(validated, self.config.sandbox)
-            .map_err(|refusal| approval::policy_refused(refusal, request))?;
+        let authorized = match self.config.policy.authorize(located, self.config.sandbox) {
+            Ok(authorized) => authorized,
+            Err(denied) => {
+                trail.events.push(Event::policy(&denied.decision));
+                return Err(approval::policy_refused(denied.error(), request));
+            }
+        };
         trail.events.push(Event::policy(authorized.decision()));
         trail.end(|| {
             format!(
@@ -421,4 +439,29 @@ impl Controller {
         trail.end(|| "size and output schema: ok".into());
         Ok(checked)
     }
+}
+
+/// Opens the workspace with the host's own files marked as out of reach:
+/// the config file it read, the one it would read by default, and its state
+/// and plugins directories.
+fn open_workspace(config: &Config) -> Result<Workspace, Error> {
+    let default_config = config.workspace.join(crate::config::DEFAULT_CONFIG_FILE);
+    let mut protected: Vec<(&Path, &'static str)> = vec![
+        (&default_config, "config file"),
+        (&config.state_dir, "state directory"),
+        (&config.plugins_dir, "plugins directory"),
+    ];
+    if let Some(file) = &config.config_file {
+        protected.push((file, "config file"));
+    }
+    Workspace::open(&config.workspace, config.sandbox, &protected)
+}
+
+/// What the path step found, for `call --trace`.
+fn describe_paths(paths: &[LocatedPath]) -> String {
+    if paths.is_empty() {
+        return "no path arguments".into();
+    }
+    let each: Vec<String> = paths.iter().map(LocatedPath::to_string).collect();
+    each.join("; ")
 }

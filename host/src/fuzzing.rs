@@ -115,7 +115,7 @@ pub fn arguments(data: &[u8]) {
         }
         let _ = fixture
             .policy
-            .explain(spec, "fuzz.wasm", Some(args.value()));
+            .explain(spec, "fuzz.wasm", Some(args.value()), Some(args.value()));
         let _ = fixture
             .policy
             .evaluate(spec, "fuzz.wasm", Some(args.value()));

@@ -3,8 +3,8 @@
 //!
 //! Build a [`Controller`] from a [`Config`] (plugins directory, workspace,
 //! state directory, policy) and hand it [`CallRequest`]s; every call goes
-//! through the same pipeline (materialize, resolve, validate, policy,
-//! approval, sandboxed run, output check) and ends in a [`CallResult`] with a
+//! through the same pipeline (materialize, resolve, validate, paths, policy,
+//! guards, approval, sandboxed run, output check) and ends in a [`CallResult`] with a
 //! stable [`ErrorCode`] when it did not succeed.
 //!
 //! ```no_run
@@ -49,9 +49,10 @@ mod schema;
 mod spec;
 mod store;
 mod turn;
+mod workspace;
 
 pub use approval::{Approval, DEFAULT_APPROVAL_TTL};
-pub use audit::{DEFAULT_REDACT_KEYS, Record, Verification};
+pub use audit::{DEFAULT_REDACT_KEYS, HeadCheck, Record, Verification};
 pub use call::{
     CallId, CallRequest, CancelToken, MAX_ARGS_BYTES, Progress, ProgressSink, RawArgs, SessionId,
     Tracing,
@@ -78,4 +79,4 @@ pub use schema::{
     ANNOTATION_KEYWORDS, FORMATS, Schema, SchemaError, VALIDATION_KEYWORDS, Violation,
 };
 pub use spec::{Effect, Effects, FsNeed, Risk, ToolSpec};
-pub use store::{AuditFilter, DB_FILE};
+pub use store::{AuditFilter, DB_FILE, HEAD_FILE, Head};

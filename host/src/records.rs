@@ -102,4 +102,14 @@ impl Records {
     pub fn verify(&self) -> Result<Verification, Error> {
         self.audit.verify().map_err(|e| self.state(e))
     }
+
+    /// The audit chain's head (records and last hash), for anchoring it
+    /// elsewhere; `None` before anything was recorded.
+    pub fn audit_head(&self) -> Result<Option<crate::store::Head>, Error> {
+        self.audit.head().map_err(|source| Error::Directory {
+            what: "audit head",
+            path: self.store().head_path(),
+            source,
+        })
+    }
 }

@@ -40,6 +40,11 @@ reason = "ok"
 tools = ["list_dir"]
 decision = "ask"
 reason = "listing needs a look"
+
+[[rule]]
+tools = ["hostile_spin"]
+decision = "deny"
+reason = "never spin"
 "#;
 
 fn host() -> TestHost {
@@ -64,11 +69,29 @@ fn every_call_and_decision_is_recorded() {
         kinds(&t, &call_id(&t, &["calc", r#"{"op":"add","a":1,"b":2}"#])),
         ["call", "policy", "outcome"]
     );
+    let denied = call_id(&t, &["hostile_panic"]);
     assert_eq!(
-        kinds(&t, &call_id(&t, &["hostile_panic"])),
-        ["call", "refused"],
+        kinds(&t, &denied),
+        ["call", "policy", "refused"],
         "denied by default"
     );
+    let (_, stdout, _) = run_cli(t.cli().args(["audit", "--json", "--call", &denied]));
+    let policy = &json(&stdout)[1]["data"];
+    assert_eq!(policy["verdict"], "deny");
+    assert_eq!(policy["matched_rules"], serde_json::json!([]));
+    assert!(
+        policy["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no policy rule matches")
+    );
+    let by_rule = call_id(&t, &["hostile_spin"]);
+    let (_, stdout, _) = run_cli(t.cli().args(["audit", "--json", "--call", &by_rule]));
+    let records = json(&stdout);
+    assert_eq!(records[1]["kind"], "policy");
+    assert_eq!(records[1]["data"]["verdict"], "deny");
+    assert_eq!(records[1]["data"]["matched_rules"], serde_json::json!([3]));
+    assert_eq!(records[2]["data"]["code"], "POLICY_DENIED");
     assert_eq!(
         kinds(&t, &call_id(&t, &["calc", r#"{"op":"add"}"#])),
         ["call", "refused"],
@@ -163,6 +186,59 @@ fn verify_names_the_first_altered_removed_or_reordered_record() {
     let (code, out) = verify(&t);
     assert_eq!(code, 1);
     assert!(out.contains("record 3"), "{out}");
+}
+
+/// Regression for issue #17: the chain alone could not show records cut off
+/// its end.
+#[test]
+fn verify_names_records_cut_off_the_end_and_head_prints_the_anchor() {
+    let t = host();
+    let (_, stdout, _) = run_cli(t.cli().args(["audit", "head", "--json"]));
+    assert_eq!(json(&stdout), Value::Null, "nothing recorded yet");
+    for n in 0..3 {
+        call_id(&t, &["calc", &format!(r#"{{"op":"add","a":{n},"b":1}}"#)]);
+    }
+    let (code, stdout, stderr) = run_cli(t.cli().args(["audit", "head", "--json"]));
+    assert_eq!(code, 0, "{stderr}");
+    let head = json(&stdout);
+    assert_eq!(head["records"], 9);
+    let (_, stdout, _) = run_cli(t.cli().args(["audit", "--json"]));
+    assert_eq!(
+        head["hash"],
+        json(&stdout)[8]["hash"],
+        "the head is the last record's hash"
+    );
+    let (code, out) = verify(&t);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("9 records") && out.contains("its head matches"),
+        "{out}"
+    );
+
+    db(&t)
+        .execute("DELETE FROM audit WHERE seq > 7", [])
+        .unwrap();
+    let (code, out) = verify(&t);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("record 8") && out.contains("the last 2 were cut off the end"),
+        "{out}"
+    );
+
+    // A head that names a record by another hash: the chain was rewritten.
+    let forged = serde_json::json!({ "records": 7, "hash": "0".repeat(64) });
+    std::fs::write(t.state.join(toolwarden::HEAD_FILE), forged.to_string()).unwrap();
+    let (code, out) = verify(&t);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("record 7") && out.contains("rewritten"),
+        "{out}"
+    );
+
+    std::fs::write(t.state.join(toolwarden::HEAD_FILE), "not a head").unwrap();
+    let (code, out) = verify(&t);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("damaged or replaced"), "{out}");
 }
 
 #[test]
@@ -311,7 +387,7 @@ fn a_burst_beyond_the_writers_queue_is_recorded_whole() {
     ));
     let host = Arc::new(t.controller());
     let before = match host.records().verify().unwrap() {
-        Verification::Intact { records } => records,
+        Verification::Intact { records, .. } => records,
         broken => panic!("{broken:?}"),
     };
     crate::harness::runtime().block_on(async {
@@ -332,7 +408,7 @@ fn a_burst_beyond_the_writers_queue_is_recorded_whole() {
         }
     });
     match host.records().verify().unwrap() {
-        Verification::Intact { records } => assert_eq!(records - before, 3 * CALLS as i64),
+        Verification::Intact { records, .. } => assert_eq!(records - before, 3 * CALLS as i64),
         broken => panic!("{broken:?}"),
     }
 }

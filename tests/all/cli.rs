@@ -257,6 +257,7 @@ fn call_trace_shows_each_step_and_where_a_call_stopped() {
             "materialize",
             "resolve",
             "validate",
+            "paths",
             "policy",
             "guards",
             "approval",
@@ -265,7 +266,7 @@ fn call_trace_shows_each_step_and_where_a_call_stopped() {
             "output"
         ]
     );
-    assert!(ok[5].1.contains("filesystem read-only"), "{ok:?}");
+    assert!(ok[6].1.contains("filesystem read-only"), "{ok:?}");
     let stopped = steps(r#"{"path":"../x"}"#);
     let last = stopped.last().unwrap();
     assert_eq!(last.0, "guards");

@@ -75,6 +75,7 @@ fn a_read_only_grant_refuses_every_kind_of_change() {
         ("mkdir", "/workspace/newdir"),
         ("set_times", "/workspace/keep.txt"),
         ("hard_link", "/workspace/keep.txt"),
+        ("symlink", "/workspace/link"),
     ] {
         let r = call(
             &host,
@@ -305,4 +306,37 @@ fn hostile_arguments_are_refused_before_any_plugin_runs() {
     let emoji = call(&host, "read_file", r#"{"path":"😀/../../etc/passwd"}"#);
     assert_eq!(emoji.code(), Some(ErrorCode::GuardDenied), "{emoji:#?}");
     assert_still_serves(&host);
+}
+
+#[test]
+fn the_network_is_closed_to_every_plugin() {
+    use std::net::{TcpListener, UdpSocket};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let datagrams = UdpSocket::bind(("127.0.0.1", port)).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    datagrams.set_nonblocking(true).unwrap();
+    for mode in [SandboxMode::ReadOnly, SandboxMode::WorkspaceWrite] {
+        let (_t, host) = hostile_host("", mode);
+        let r = call(&host, "hostile_net", &format!("{{\"port\":{port}}}"));
+        let message = r
+            .error
+            .as_ref()
+            .map(|e| e.message.clone())
+            .unwrap_or_default();
+        assert!(!message.contains("GOT THROUGH"), "{message}");
+        assert!(message.starts_with("lookup: "), "{r:#?}");
+        assert_code(&host, &r, ErrorCode::ToolFailed);
+    }
+    let accepted = listener.accept();
+    assert!(
+        matches!(&accepted, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the listener saw a connection: {accepted:?}"
+    );
+    let mut buf = [0u8; 64];
+    let received = datagrams.recv_from(&mut buf);
+    assert!(
+        matches!(&received, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "a datagram arrived: {received:?}"
+    );
 }

@@ -15,6 +15,7 @@ mod guards;
 mod hostile;
 mod limits;
 mod mcp;
+mod paths;
 mod pipeline;
 mod policy;
 mod registry;

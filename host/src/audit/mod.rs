@@ -3,8 +3,9 @@
 //! Each record stores a SHA-256 over all of its fields and the previous
 //! record's hash, so altering, removing or reordering any record breaks the
 //! chain from that point, and [`Audit::verify`] names the first bad record.
-//! What the chain cannot show: records cut off the end of the log (there is
-//! no later record to disagree); anchor the last hash elsewhere for that.
+//! What the chain alone cannot show, records cut off the end of the log (no
+//! later record is left to disagree), the head kept beside it does
+//! ([`crate::store::Head`]); verification compares the two.
 //! Arguments and outputs pass through a [`Redactor`] before they are stored.
 
 mod redact;
@@ -26,6 +27,12 @@ pub enum Event {
     /// The call as materialized (arguments redacted) and its digest.
     Call {
         args: Arc<Value>,
+        args_digest: Arc<str>,
+    },
+    /// Path arguments that lead somewhere other than they read: the plugin
+    /// receives the resolved arguments, whose digest this is.
+    Paths {
+        paths: Vec<crate::workspace::LocatedPath>,
         args_digest: Arc<str>,
     },
     /// What the policy decided.
@@ -77,6 +84,7 @@ impl Event {
     fn kind(&self) -> &'static str {
         match self {
             Event::Call { .. } => "call",
+            Event::Paths { .. } => "paths",
             Event::Policy { .. } => "policy",
             Event::Refused { .. } => "refused",
             Event::ApprovalAsked { .. } => "approval_asked",
@@ -123,8 +131,23 @@ pub struct Record {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum Verification {
-    Intact { records: i64 },
+    Intact { records: i64, head: HeadCheck },
     Broken { seq: i64, problem: String },
+}
+
+/// What the chain's head (kept outside the database, see
+/// [`crate::store::Head`]) says about an intact chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HeadCheck {
+    /// The head names the chain's last record.
+    Matches,
+    /// The chain has records the head does not count yet: a crash or a
+    /// power loss came between a commit and the head's update.
+    Lags { head_records: i64 },
+    /// No head was ever written: a log from before heads existed, or one
+    /// whose head was deleted. A cut-off end cannot be detected.
+    Missing,
 }
 
 /// Appending to the audit log failed; the message says why.
@@ -272,9 +295,74 @@ impl Audit {
             }
             prev = row.hash.clone();
         }
-        Ok(Verification::Intact {
-            records: rows.len() as i64,
-        })
+        Ok(self.compare_head(&rows))
+    }
+
+    /// An intact chain against its head: records cut off the end show here.
+    fn compare_head(&self, rows: &[AuditRow]) -> Verification {
+        let records = rows.len() as i64;
+        let file = self.store.head_path();
+        let broken = |seq, problem| Verification::Broken { seq, problem };
+        let head = match self.store.read_head() {
+            Ok(Some(head)) => head,
+            Ok(None) => {
+                return Verification::Intact {
+                    records,
+                    head: HeadCheck::Missing,
+                };
+            }
+            Err(e) => {
+                return broken(
+                    records,
+                    format!(
+                        "the chain's head `{}` cannot be read ({e}); it was damaged or replaced",
+                        file.display()
+                    ),
+                );
+            }
+        };
+        if head.records > records {
+            return broken(
+                records + 1,
+                format!(
+                    "the log ends after record {records}, but its head `{}` says {} records \
+                     were written: the last {} were cut off the end",
+                    file.display(),
+                    head.records,
+                    head.records - records
+                ),
+            );
+        }
+        let named = usize::try_from(head.records - 1)
+            .ok()
+            .and_then(|i| rows.get(i));
+        match named {
+            Some(row) if row.hash == head.hash => Verification::Intact {
+                records,
+                head: if head.records == records {
+                    HeadCheck::Matches
+                } else {
+                    HeadCheck::Lags {
+                        head_records: head.records,
+                    }
+                },
+            },
+            Some(row) => broken(
+                row.seq,
+                format!(
+                    "its hash is not the one the head `{}` recorded for it: the chain was \
+                     rewritten from here on",
+                    file.display()
+                ),
+            ),
+            None => broken(1, format!("the head `{}` names no record", file.display())),
+        }
+    }
+
+    /// The chain's head as last written, if any.
+    pub fn head(&self) -> std::io::Result<Option<crate::store::Head>> {
+        self.settle();
+        self.store.read_head()
     }
 }
 

@@ -201,6 +201,12 @@ pub enum AuditCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Print the chain's head (record count and last hash), to anchor it elsewhere
+    Head {
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Args)]

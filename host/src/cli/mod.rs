@@ -166,6 +166,10 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
             ..
         } => commands::audit::verify(&config()?, json, printer),
         Command::Audit {
+            command: Some(AuditCommand::Head { json }),
+            ..
+        } => commands::audit::head(&config()?, json, printer),
+        Command::Audit {
             command: None,
             filter,
         } => commands::audit::list(&config()?, &filter, printer),

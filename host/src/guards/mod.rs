@@ -5,8 +5,10 @@
 //! passes. Guards:
 //! - sandbox mode: a tool that needs `workspace-write` in a read-only session;
 //! - path: every argument the tool's schema marks `"format": "path"` must
-//!   stay inside the workspace (no absolute paths, no `..` out, no symlink
-//!   out), checked with cap-std before the plugin is instantiated;
+//!   have resolved inside the workspace (no absolute paths, no `..` out, no
+//!   symlink out; see [`crate::workspace`]) and must not name one of the
+//!   host's own files (its config, state or plugins), whatever the policy
+//!   says;
 //! - budget: per-session call counts and run time, and repeated calls with
 //!   the same arguments (see [`budget`]); passing it reserves the call's unit.
 //!
@@ -14,24 +16,21 @@
 //! with a message that says why, and keep the refusal out of the plugin.
 
 mod budget;
-mod path;
 
 pub use budget::{Budget, MAX_RESIDENT_SESSIONS, Reservation};
 
 use crate::call::SessionId;
 use crate::config::SandboxMode;
-use crate::error::Error;
 use crate::outcome::{CallError, ErrorCode};
 use crate::policy::AuthorizedCall;
 use crate::spec::FsNeed;
 use crate::store::Store;
-use std::path::Path;
+use crate::workspace::Place;
 use std::sync::Arc;
 
 /// The guards of one host.
 #[derive(Debug)]
 pub struct Guards {
-    workspace: path::Workspace,
     sandbox: SandboxMode,
     budget: Budget,
     ledger: Arc<budget::Ledger>,
@@ -50,18 +49,12 @@ impl AdmittedCall {
 }
 
 impl Guards {
-    pub fn new(
-        workspace: &Path,
-        sandbox: SandboxMode,
-        budget: Budget,
-        store: Arc<Store>,
-    ) -> Result<Guards, Error> {
-        Ok(Guards {
-            workspace: path::Workspace::open(workspace)?,
+    pub fn new(sandbox: SandboxMode, budget: Budget, store: Arc<Store>) -> Guards {
+        Guards {
             sandbox,
             budget,
             ledger: Arc::new(budget::Ledger::new(store)),
-        })
+        }
     }
 
     /// Pipeline step: refuses the call if any guard objects. Admission
@@ -88,16 +81,19 @@ impl Guards {
             (FsNeed::None | FsNeed::ReadOnly, _)
             | (FsNeed::WorkspaceWrite, SandboxMode::WorkspaceWrite) => {}
         }
-        let args = resolved.args().value();
-        for pointer in tool.input.path_pointers(args) {
-            if let Some(text) = args.pointer(&pointer).and_then(|v| v.as_str()) {
-                self.workspace.check(text).map_err(|why| {
-                    CallError::new(
-                        ErrorCode::GuardDenied,
-                        format!("argument `{pointer}` (`{text}`) {why}"),
-                    )
-                })?;
-            }
+        for path in call.call().paths() {
+            let why = match &path.place {
+                Place::Inside { .. } => continue,
+                Place::Outside { why } => why.clone(),
+                Place::HostFile { resolved, what } => format!(
+                    "leads to `{resolved}`, the host's {what}; no tool may reach the host's own \
+                     files through its arguments"
+                ),
+            };
+            return Err(CallError::new(
+                ErrorCode::GuardDenied,
+                format!("argument `{}` (`{}`) {why}", path.pointer, path.written),
+            ));
         }
         let reservation =
             self.ledger

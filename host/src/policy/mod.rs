@@ -2,7 +2,7 @@
 //!
 //! Owns the rules from `toolwarden.toml`. [`Policy::explain`] says what every
 //! rule makes of a call; [`Policy::authorize`] is the pipeline step
-//! `ValidatedCall -> AuthorizedCall`. Default deny: a call no rule matches is
+//! `LocatedCall -> AuthorizedCall`. Default deny: a call no rule matches is
 //! denied; when several rules match the most restrictive wins, whatever their
 //! order; a `dangerous` tool can be allowed (or asked for) only by a rule
 //! that names it exactly, never by a glob alone. It never runs a tool and
@@ -17,6 +17,7 @@ use crate::config::SandboxMode;
 use crate::outcome::{CallError, ErrorCode};
 use crate::schema::ValidatedCall;
 use crate::spec::{Risk, ToolSpec};
+use crate::workspace::{LocatedCall, LocatedPath};
 use serde::Serialize;
 use serde_json::Value;
 use smallvec::SmallVec;
@@ -85,6 +86,10 @@ pub struct RuleReport {
 pub struct Explanation {
     pub rules: Vec<RuleReport>,
     pub decision: Decision,
+    /// Path arguments that lead somewhere other than they read, or nowhere
+    /// inside the workspace (filled in by whoever located them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<LocatedPath>,
 }
 
 impl Policy {
@@ -127,10 +132,17 @@ impl Policy {
     }
 
     /// What every rule makes of a call to `spec` (from the plugin file named
-    /// `plugin`) with `args`; `None` when only the tool is known.
-    pub fn explain(&self, spec: &ToolSpec, plugin: &str, args: Option<&Value>) -> Explanation {
+    /// `plugin`) with `args`; `None` when only the tool is known. `written`:
+    /// the arguments as written, when resolving their paths changed them.
+    pub fn explain(
+        &self,
+        spec: &ToolSpec,
+        plugin: &str,
+        args: Option<&Value>,
+        written: Option<&Value>,
+    ) -> Explanation {
         let mut reports = Vec::with_capacity(self.rules.len());
-        let decision = self.decide(spec, plugin, args, |rule, seen| {
+        let decision = self.decide(spec, plugin, args, written, |rule, seen| {
             let note = match seen {
                 Seen::Matched => None,
                 Seen::SetAside => Some(format!(
@@ -152,12 +164,13 @@ impl Policy {
         Explanation {
             rules: reports,
             decision,
+            paths: Vec::new(),
         }
     }
 
     /// What the rules decide for a call.
     pub fn evaluate(&self, spec: &ToolSpec, plugin: &str, args: Option<&Value>) -> Decision {
-        self.decide(spec, plugin, args, |_, _| {})
+        self.decide(spec, plugin, args, None, |_, _| {})
     }
 
     /// Decides a call, showing `each` what every rule made of it. Shared by
@@ -167,6 +180,7 @@ impl Policy {
         spec: &ToolSpec,
         plugin: &str,
         args: Option<&Value>,
+        written: Option<&Value>,
         mut each: impl FnMut(&Rule, Seen),
     ) -> Decision {
         let dangerous = spec.risk == Risk::Dangerous;
@@ -174,7 +188,7 @@ impl Policy {
         let mut matched = RuleNumbers::new();
         let mut depends_on_args = false;
         for rule in &self.rules {
-            let seen = match rule.check(spec, plugin, args) {
+            let seen = match rule.check(spec, plugin, args, written) {
                 RuleMatch::Matched
                     if dangerous && rule.verdict() != Verdict::Deny && !rule.names(&spec.name) =>
                 {
@@ -226,24 +240,25 @@ impl Policy {
         }
     }
 
-    /// Pipeline step: decides the call and computes what it is granted.
+    /// Pipeline step: decides the call on where its paths lead (and, for
+    /// deny and ask rules, on how they were written too) and computes what
+    /// it is granted.
     pub fn authorize(
         &self,
-        call: ValidatedCall,
+        call: LocatedCall,
         session: SandboxMode,
-    ) -> Result<AuthorizedCall, CallError> {
-        let resolved = call.resolved();
+    ) -> Result<AuthorizedCall, Denied> {
+        let resolved = call.call().resolved();
         let tool = resolved.tool();
-        let decision = self.evaluate(
+        let decision = self.decide(
             &tool.spec,
             tool.plugin.file_name(),
             Some(resolved.args().value()),
+            call.written(),
+            |_, _| {},
         );
         match decision.verdict {
-            Verdict::Deny => Err(CallError::new(
-                ErrorCode::PolicyDenied,
-                decision.reason.to_string(),
-            )),
+            Verdict::Deny => Err(Denied { decision }),
             Verdict::Allow | Verdict::Ask => {
                 let grant = Grant {
                     fs: FsAccess::for_tool(tool.spec.filesystem, session),
@@ -258,17 +273,30 @@ impl Policy {
     }
 }
 
+/// A call the policy denied, with the decision that denied it (the rules
+/// that matched and the reason), so that the audit records it.
+#[derive(Debug)]
+pub struct Denied {
+    pub decision: Decision,
+}
+
+impl Denied {
+    pub fn error(&self) -> CallError {
+        CallError::new(ErrorCode::PolicyDenied, self.decision.reason.to_string())
+    }
+}
+
 /// A call the policy did not deny: allowed, or allowed once a person
 /// approves. Only [`Policy::authorize`] makes one.
 #[derive(Debug)]
 pub struct AuthorizedCall {
-    call: ValidatedCall,
+    call: LocatedCall,
     decision: Decision,
     grant: Grant,
 }
 
 impl AuthorizedCall {
-    pub fn call(&self) -> &ValidatedCall {
+    pub fn call(&self) -> &LocatedCall {
         &self.call
     }
 
@@ -277,7 +305,7 @@ impl AuthorizedCall {
     }
 
     pub(crate) fn into_parts(self) -> (ValidatedCall, Decision, Grant) {
-        (self.call, self.decision, self.grant)
+        (self.call.into_validated(), self.decision, self.grant)
     }
 }
 

@@ -299,8 +299,17 @@ impl Rule {
     }
 
     /// Checks the rule against a call; `args` is `None` when only the tool is
-    /// known (listing tools).
-    pub fn check(&self, spec: &ToolSpec, plugin: &str, args: Option<&Value>) -> RuleMatch {
+    /// known (listing tools). `written` is the arguments as the caller wrote
+    /// them when resolving paths changed them (`args` has the resolved
+    /// form): a deny or ask rule that matches either form applies, an allow
+    /// rule only one that matches where the paths really lead.
+    pub fn check(
+        &self,
+        spec: &ToolSpec,
+        plugin: &str,
+        args: Option<&Value>,
+        written: Option<&Value>,
+    ) -> RuleMatch {
         if let Some(tools) = &self.tools
             && !tools.is_match(&spec.name)
         {
@@ -332,11 +341,14 @@ impl Rule {
         let Some(args) = args else {
             return RuleMatch::NeedsArgs;
         };
-        match self
-            .when
-            .iter()
-            .position(|(pointer, pattern)| !pattern.matches(args.pointer(pointer)))
-        {
+        let written = match self.verdict() {
+            Verdict::Allow => None,
+            Verdict::Ask | Verdict::Deny => written,
+        };
+        match self.when.iter().position(|(pointer, pattern)| {
+            !(pattern.matches(args.pointer(pointer))
+                || written.is_some_and(|w| pattern.matches(w.pointer(pointer))))
+        }) {
             Some(at) => RuleMatch::Missed(Miss::When(at)),
             None => RuleMatch::Matched,
         }

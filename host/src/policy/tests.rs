@@ -279,7 +279,7 @@ fn a_dangerous_tool_needs_a_rule_that_names_it() {
     let d = by_glob.evaluate(&rm, "fs.wasm", Some(&json!({})));
     assert_eq!(d.verdict, Verdict::Deny);
     assert!(d.reason.contains("names it exactly"), "{}", d.reason);
-    let explained = by_glob.explain(&rm, "fs.wasm", Some(&json!({})));
+    let explained = by_glob.explain(&rm, "fs.wasm", Some(&json!({})), None);
     assert!(
         explained.rules[0]
             .note

@@ -225,4 +225,13 @@ impl ResolvedCall {
     pub(crate) fn into_parts(self) -> (Arc<Tool>, Arguments) {
         (self.tool, self.args)
     }
+
+    /// The same call with other arguments; only [`crate::schema`] uses it,
+    /// to validate them again.
+    pub(crate) fn with_args(self, args: Arguments) -> ResolvedCall {
+        ResolvedCall {
+            tool: self.tool,
+            args,
+        }
+    }
 }

@@ -90,6 +90,14 @@ fn new_store(
     wasi.allow_blocking_current_thread(true)
         .stdout(pipes.stdout.clone())
         .stderr(pipes.stderr.clone());
+    // `wasi:sockets` is linked for every plugin (components built by the
+    // standard toolchains import it), so the network is closed here, each
+    // door by name, rather than left to wasmtime's defaults, which have
+    // changed before.
+    wasi.allow_tcp(false)
+        .allow_udp(false)
+        .allow_ip_name_lookup(false)
+        .socket_addr_check(|_, _| Box::pin(std::future::ready(false)));
     match grant.fs {
         FsAccess::None => {}
         FsAccess::ReadOnly => {

@@ -10,6 +10,7 @@ mod validate;
 
 pub use compile::{ANNOTATION_KEYWORDS, FORMATS, VALIDATION_KEYWORDS};
 
+use crate::call::Arguments;
 use crate::outcome::{CallError, ErrorCode};
 use crate::registry::ResolvedCall;
 use serde_json::Value;
@@ -135,6 +136,19 @@ impl ValidatedCall {
 
     pub(crate) fn into_resolved(self) -> ResolvedCall {
         self.resolved
+    }
+
+    /// The same call with arguments a later step derived from these (the
+    /// path step's resolved paths), validated again: what the plugin
+    /// receives must match the schema, whatever rewrote it.
+    pub(crate) fn with_args(self, args: Arguments) -> Result<ValidatedCall, CallError> {
+        validate(self.resolved.with_args(args)).map_err(|mut error| {
+            error.message = format!(
+                "once its paths are resolved, the call breaks the input schema: {}",
+                error.message
+            );
+            error
+        })
     }
 }
 

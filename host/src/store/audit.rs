@@ -1,5 +1,6 @@
 //! The `audit` table: append-only, each row chained to the one before.
 
+use super::head::Head;
 use super::{ExecutionRow, Store, StoreError};
 use rusqlite::{TransactionBehavior, params};
 use std::borrow::Cow;
@@ -108,7 +109,22 @@ impl Store {
                     .map_err(|e| self.error(e))?;
             }
         }
-        tx.commit().map_err(|e| self.error(e))
+        tx.commit().map_err(|e| self.error(e))?;
+        if !rows.is_empty() {
+            let head = Head {
+                records: seq,
+                hash: prev,
+            };
+            // The records are committed whatever happens here; a head left
+            // behind only makes `audit verify` say it lags.
+            if let Err(e) = self.advance_head(&head) {
+                tracing::warn!(
+                    "cannot update the audit head `{}`: {e}",
+                    self.head_path().display()
+                );
+            }
+        }
+        Ok(())
     }
 
     /// Records matching `filter`, in chain order.

@@ -9,10 +9,12 @@
 mod approvals;
 mod audit;
 mod executions;
+mod head;
 
 pub use approvals::{ApprovalRow, ApprovalState, Binding, Consumed};
 pub use audit::{AuditFilter, AuditRow, GENESIS, NewAuditRow};
 pub use executions::ExecutionRow;
+pub use head::{HEAD_FILE, Head};
 
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};

@@ -1,6 +1,6 @@
 //! `toolwarden audit [--json] [--since] [--tool] [--call]` and `audit verify`.
 
-use crate::audit::Verification;
+use crate::audit::{HeadCheck, Verification};
 use crate::cli::ExitStatus;
 use crate::cli::args::AuditArgs;
 use crate::cli::printer::{Printer, timestamp};
@@ -78,10 +78,20 @@ pub fn verify(config: &Config, json: bool, printer: Printer) -> Result<ExitStatu
         printer.json(&verification);
     }
     match verification {
-        Verification::Intact { records } => {
+        Verification::Intact { records, head } => {
             if !json {
+                let head = match head {
+                    HeadCheck::Matches => "its head matches".to_owned(),
+                    HeadCheck::Lags { head_records } => format!(
+                        "its head counts {head_records} (it lags after a crash; the next commit moves it)"
+                    ),
+                    HeadCheck::Missing => {
+                        "it has no head yet, so records cut off its end cannot be detected"
+                            .to_owned()
+                    }
+                };
                 printer.out(format!(
-                    "audit log intact: {records} records, every hash and link checks out"
+                    "audit log intact: {records} records, every hash and link checks out, {head}"
                 ));
             }
             Ok(ExitStatus::Success)
@@ -93,4 +103,17 @@ pub fn verify(config: &Config, json: bool, printer: Printer) -> Result<ExitStatu
             Ok(ExitStatus::Failure)
         }
     }
+}
+
+pub fn head(config: &Config, json: bool, printer: Printer) -> Result<ExitStatus, Error> {
+    let head = Records::open(config)?.audit_head()?;
+    if json {
+        printer.json(&head);
+        return Ok(ExitStatus::Success);
+    }
+    match head {
+        Some(head) => printer.out(format!("records {}\nhash {}", head.records, head.hash)),
+        None => printer.out("no audit head yet: nothing has been recorded"),
+    }
+    Ok(ExitStatus::Success)
 }

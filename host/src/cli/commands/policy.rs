@@ -28,6 +28,9 @@ pub fn explain(
         printer.json(&explanation);
         return Ok(ExitStatus::Success);
     }
+    for path in &explanation.paths {
+        printer.out(format!("path {path}"));
+    }
     if explanation.rules.is_empty() {
         printer.out("no rules in the policy");
     }

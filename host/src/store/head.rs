@@ -1,0 +1,83 @@
+//! The audit chain's head, kept outside the database: `audit.head` in the
+//! state directory holds how many records the chain has and the hash of the
+//! last one, replaced atomically (write, then rename) after every commit.
+//!
+//! The chain alone cannot show records cut off its end: no later record is
+//! left to disagree. The head can, so `audit verify` compares the two, and
+//! `audit head` prints it for anchoring somewhere the host cannot write.
+//! Several processes may append to one database; a lock file orders their
+//! head updates and a head never moves backwards. The head is not fsynced:
+//! after a power loss it may lag the database (reported, not an error); it
+//! is written only after the commit it describes, so it never runs ahead.
+
+use super::Store;
+use serde::{Deserialize, Serialize};
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+/// The head file's name inside the state directory.
+pub const HEAD_FILE: &str = "audit.head";
+const LOCK_FILE: &str = "audit.head.lock";
+
+/// The end of the chain: the number of records and the last one's hash.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Head {
+    pub records: i64,
+    pub hash: String,
+}
+
+fn private_file() -> std::fs::OpenOptions {
+    let mut options = std::fs::OpenOptions::new();
+    options.mode(0o600);
+    options
+}
+
+impl Store {
+    fn state_dir(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("."))
+    }
+
+    /// Where the head file is.
+    pub fn head_path(&self) -> PathBuf {
+        self.state_dir().join(HEAD_FILE)
+    }
+
+    /// The head as last written, or `None` if no head was ever written.
+    pub fn read_head(&self) -> io::Result<Option<Head>> {
+        match std::fs::read(self.head_path()) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Moves the head to `head` unless it already is there or beyond.
+    pub(super) fn advance_head(&self, head: &Head) -> io::Result<()> {
+        let lock = private_file()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.state_dir().join(LOCK_FILE))?;
+        lock.lock()?;
+        if let Ok(Some(current)) = self.read_head()
+            && current.records >= head.records
+        {
+            return Ok(());
+        }
+        let temporary = self
+            .state_dir()
+            .join(format!("{HEAD_FILE}.{}.tmp", std::process::id()));
+        let mut file = private_file()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .open(&temporary)?;
+        file.write_all(&serde_json::to_vec(head).map_err(io::Error::other)?)?;
+        drop(file);
+        std::fs::rename(&temporary, self.head_path())
+    }
+}
