@@ -58,6 +58,21 @@ pub enum Error {
         workspace: PathBuf,
     },
 
+    #[error("no {what} was given, and neither HOME nor an XDG directory is set to put one in")]
+    NoHome {
+        what: &'static str,
+        flag: &'static str,
+        env: &'static str,
+    },
+
+    #[error("the {what} `{}` {problem}", path.display())]
+    UnsafePermissions {
+        what: &'static str,
+        path: PathBuf,
+        problem: String,
+        fix: String,
+    },
+
     #[error("cannot set up the sandbox engine: {0}")]
     Engine(String),
 
@@ -85,6 +100,8 @@ impl Error {
             Error::Directory { .. } => "DIRECTORY",
             Error::StateInWorkspace { .. } => "STATE_IN_WORKSPACE",
             Error::PluginsInWorkspace { .. } => "PLUGINS_IN_WORKSPACE",
+            Error::NoHome { .. } => "NO_HOME",
+            Error::UnsafePermissions { .. } => "UNSAFE_PERMISSIONS",
             Error::Engine(_) => "ENGINE",
             Error::State { .. } => "STATE",
             Error::Audit(_) => "AUDIT",
@@ -122,6 +139,13 @@ impl Error {
                  otherwise add a plugin of its own choosing"
                     .into()
             }
+            Error::NoHome { flag, env, .. } => format!(
+                "pass `{flag} DIR` (or set {env}) to a directory only you can write; the host \
+                 never falls back to a shared place such as /tmp"
+            ),
+            Error::UnsafePermissions { fix, .. } => format!(
+                "{fix}; anyone who can write it could plant code or state that the host trusts"
+            ),
             Error::Engine(_) => {
                 "this is a host problem, not a plugin's: please report it with the message".into()
             }

@@ -134,3 +134,97 @@ fn the_plugins_directory_vanishing_keeps_the_loaded_tools_serving() {
     assert!(host.reload().is_ok());
     assert_still_serves(&host);
 }
+
+/// Regression for issue #17: the state directory was created 0755 and the
+/// database 0644, so every local user could read the audit trail.
+#[test]
+fn the_state_is_readable_by_its_owner_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = TestHost::new(&[CALC]).config(ALLOW_ALL);
+    std::fs::remove_dir(&t.state).unwrap();
+    let host = t.controller();
+    assert_eq!(
+        call(&host, "calc", r#"{"op":"add","a":1,"b":2}"#).code(),
+        None
+    );
+    host.records().verify().unwrap();
+    let mode = |path: &std::path::Path| {
+        std::fs::metadata(path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(mode(&t.state), 0o700);
+    assert_eq!(mode(&t.state.join("cache")), 0o700);
+    let mut files = vec![
+        t.state.join(toolwarden::DB_FILE),
+        t.state.join(format!("{}-wal", toolwarden::DB_FILE)),
+        t.state.join(toolwarden::HEAD_FILE),
+        t.state.join("cache.key"),
+    ];
+    files.extend(
+        std::fs::read_dir(t.state.join("cache"))
+            .unwrap()
+            .map(|e| e.unwrap().path()),
+    );
+    for file in &files {
+        assert_eq!(mode(file), 0o600, "{}", file.display());
+    }
+    drop(host);
+    // A database an older version left readable is tightened at the next start.
+    std::fs::set_permissions(
+        t.state.join(toolwarden::DB_FILE),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    drop(t.controller());
+    assert_eq!(mode(&t.state.join(toolwarden::DB_FILE)), 0o600);
+}
+
+#[test]
+fn a_state_cache_or_plugins_directory_others_can_write_stops_the_host() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = TestHost::new(&[CALC]).config(ALLOW_ALL);
+    drop(t.controller());
+    for (dir, what) in [
+        (t.state.clone(), "state directory"),
+        (t.state.join("cache"), "compile cache"),
+        (t.plugins.clone(), "plugins directory"),
+    ] {
+        let before = std::fs::metadata(&dir).unwrap().permissions();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let err = t.start().expect_err("a shared directory");
+        assert_eq!(err.code(), "UNSAFE_PERMISSIONS", "{what}: {err}");
+        assert!(err.to_string().contains(what), "{err}");
+        let (code, _, stderr) = run_cli(t.cli().arg("list"));
+        assert_eq!(code, 2, "{stderr}");
+        assert!(
+            stderr.contains(&format!("chmod go-w {}", dir.display())),
+            "{stderr}"
+        );
+        std::fs::set_permissions(&dir, before).unwrap();
+    }
+    assert!(t.start().is_ok());
+}
+
+#[test]
+fn without_home_or_xdg_directories_the_host_asks_for_state_and_plugins() {
+    let t = TestHost::new(&[CALC]);
+    for (remove, flag) in [
+        ("TOOLWARDEN_STATE", "--state"),
+        ("TOOLWARDEN_PLUGINS", "--plugins"),
+    ] {
+        let (code, _, stderr) = run_cli(
+            t.cli()
+                .env_remove(remove)
+                .env_remove("HOME")
+                .env_remove("XDG_STATE_HOME")
+                .env_remove("XDG_DATA_HOME")
+                .arg("list"),
+        );
+        assert_eq!(code, 2, "{stderr}");
+        assert!(stderr.contains(flag) && stderr.contains("/tmp"), "{stderr}");
+    }
+    assert!(!std::path::Path::new("/tmp/.local/state/toolwarden").exists());
+}

@@ -147,15 +147,61 @@ fn an_entry_of_the_earlier_cache_format_is_replaced_not_read() {
         .unwrap()
         .path();
     let name = current.file_name().unwrap().to_str().unwrap().to_owned();
-    let legacy = cache.join(name.strip_suffix("-v2.cwasm").unwrap().to_owned() + ".cwasm");
-    // The earlier format: a SHA-256, then the artefact; here junk under its name.
-    std::fs::write(&legacy, [0x5a; 4096]).unwrap();
+    let stem = name.strip_suffix("-v3.cwasm").unwrap().to_owned();
+    // The earlier formats: a SHA-256 then the artefact, and the artefact
+    // then a CRC-32 (which anyone can recompute); here junk under their names.
+    let legacy = [
+        cache.join(stem.clone() + ".cwasm"),
+        cache.join(stem + "-v2.cwasm"),
+    ];
+    for old in &legacy {
+        std::fs::write(old, [0x5a; 4096]).unwrap();
+    }
     std::fs::remove_file(&current).unwrap();
     let host = t.controller();
     assert_eq!(host.registry().plugins()[0].origin(), Origin::Compiled);
     assert_still_serves(&host);
-    assert!(!legacy.exists(), "the superseded entry is removed");
+    for old in &legacy {
+        assert!(
+            !old.exists(),
+            "the superseded entry {} is removed",
+            old.display()
+        );
+    }
     assert!(current.exists());
+}
+
+/// Regression for issue #17: entries were checked by a CRC-32 only, so
+/// anyone who could write the cache could plant native code the host ran.
+#[test]
+fn a_cache_entry_made_without_this_hosts_key_is_recompiled_never_run() {
+    let planter = TestHost::new(&[CALC]);
+    drop(planter.controller());
+    let victim = TestHost::new(&[CALC]);
+    let planted = std::fs::read_dir(planter.state.join("cache"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    // A valid entry, with a valid MAC under another state directory's key.
+    std::fs::create_dir_all(victim.state.join("cache")).unwrap();
+    let at = victim
+        .state
+        .join("cache")
+        .join(planted.file_name().unwrap());
+    std::fs::copy(&planted, &at).unwrap();
+    let host = victim.controller();
+    assert_eq!(host.registry().plugins()[0].origin(), Origin::Compiled);
+    assert_still_serves(&host);
+    drop(host);
+    assert_ne!(
+        std::fs::read(&at).unwrap(),
+        std::fs::read(&planted).unwrap(),
+        "the planted entry was replaced by one made with this host's key"
+    );
+    let host = victim.controller();
+    assert_eq!(host.registry().plugins()[0].origin(), Origin::Cache);
 }
 
 #[test]

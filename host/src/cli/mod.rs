@@ -103,7 +103,10 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
     let config = || load_config(&cli.global);
     match cli.command {
         Command::New { name, dir, sdk } => {
-            let plugins = cli.global.plugins.unwrap_or_else(default_plugins_dir);
+            let plugins = match cli.global.plugins {
+                Some(dir) => dir,
+                None => default_plugins_dir()?,
+            };
             commands::new::run(&name, dir.as_deref(), sdk.as_deref(), &plugins, printer)
         }
         Command::List { json } => commands::list::run(config()?, json, printer),

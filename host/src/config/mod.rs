@@ -7,11 +7,13 @@
 
 mod file;
 mod limits;
+mod private;
 
 pub use limits::Limits;
 
 use crate::error::Error;
 use crate::policy::Policy;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
@@ -204,14 +206,26 @@ impl ConfigBuilder {
             hint: e.hint,
         })?;
 
-        let plugins_dir = self.plugins_dir.unwrap_or_else(default_plugins_dir);
-        let state_dir = self.state_dir.unwrap_or_else(state_home);
-        std::fs::create_dir_all(&state_dir).map_err(|source| Error::Directory {
-            what: "state directory",
-            path: state_dir.clone(),
-            source,
-        })?;
+        let plugins_dir = match self.plugins_dir {
+            Some(dir) => dir,
+            None => default_plugins_dir()?,
+        };
+        let state_dir = match self.state_dir {
+            Some(dir) => dir,
+            None => state_home()?,
+        };
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&state_dir)
+            .map_err(|source| Error::Directory {
+                what: "state directory",
+                path: state_dir.clone(),
+                source,
+            })?;
         let state_dir = canonical_dir("state directory", &state_dir)?;
+        private::state_dir(&state_dir)?;
+        private::not_shared("plugins directory", &plugins_dir)?;
         // A tool that can write the workspace could plant a plugin that the
         // host would load (at once, with hot reload).
         if self.sandbox == SandboxMode::WorkspaceWrite
@@ -261,10 +275,11 @@ fn canonical_dir(what: &'static str, path: &Path) -> Result<PathBuf, Error> {
     Ok(canonical)
 }
 
-fn home() -> PathBuf {
-    std::env::var_os("HOME")
+/// A directory from the environment, if it names one.
+fn env_dir(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name)
+        .filter(|value| !value.is_empty())
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/tmp"))
 }
 
 /// Parses config text and compiles its policy, touching no file: what the
@@ -274,23 +289,31 @@ pub(crate) fn parse_policy(text: &str) -> Result<Policy, String> {
     Policy::compile(parsed.rules).map_err(|e| e.message)
 }
 
-/// Where plugins are loaded from when no directory is given.
-pub fn default_plugins_dir() -> PathBuf {
-    data_home().join("plugins")
+/// Where plugins are loaded from when no directory is given:
+/// `$XDG_DATA_HOME/toolwarden/plugins`, else `~/.local/share/...`. Never a
+/// shared place such as `/tmp`, where another user could put plugins first.
+pub fn default_plugins_dir() -> Result<PathBuf, Error> {
+    env_dir("XDG_DATA_HOME")
+        .or_else(|| env_dir("HOME").map(|home| home.join(".local/share")))
+        .map(|data| data.join("toolwarden").join("plugins"))
+        .ok_or(Error::NoHome {
+            what: "plugins directory",
+            flag: "--plugins",
+            env: "TOOLWARDEN_PLUGINS",
+        })
 }
 
-fn data_home() -> PathBuf {
-    std::env::var_os("XDG_DATA_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| home().join(".local/share"))
-        .join("toolwarden")
-}
-
-fn state_home() -> PathBuf {
-    std::env::var_os("XDG_STATE_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| home().join(".local/state"))
-        .join("toolwarden")
+/// `$XDG_STATE_HOME/toolwarden`, else `~/.local/state/toolwarden`; without
+/// either, the caller must name one (no shared fallback).
+fn state_home() -> Result<PathBuf, Error> {
+    env_dir("XDG_STATE_HOME")
+        .or_else(|| env_dir("HOME").map(|home| home.join(".local/state")))
+        .map(|state| state.join("toolwarden"))
+        .ok_or(Error::NoHome {
+            what: "state directory",
+            flag: "--state",
+            env: "TOOLWARDEN_STATE",
+        })
 }
 
 #[cfg(test)]

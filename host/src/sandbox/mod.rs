@@ -113,7 +113,7 @@ impl Sandbox {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(engine_error)?;
         bindings::toolwarden::tool::host::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
             .map_err(engine_error)?;
-        let cache = cache::Cache::new(state_dir.join("cache"), engine::engine_key(&engine));
+        let cache = cache::Cache::open(state_dir, engine::engine_key(&engine));
         let ticker = engine::Ticker::start(&engine);
         Ok(Sandbox {
             engine,

@@ -84,6 +84,40 @@ pub struct Store {
     path: PathBuf,
 }
 
+/// Makes the database file (and its WAL and shared-memory files, which
+/// SQLite creates with the main file's mode) readable by its owner alone:
+/// it holds arguments, outputs and approvals. Created 0600 when missing;
+/// an older, looser file is tightened.
+fn keep_private(db: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    std::fs::OpenOptions::new()
+        .mode(0o600)
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(db)?;
+    for suffix in ["", "-wal", "-shm"] {
+        let mut name = db.as_os_str().to_owned();
+        name.push(suffix);
+        match std::fs::metadata(&name) {
+            Ok(meta) if meta.permissions().mode() & 0o077 != 0 => {
+                std::fs::set_permissions(&name, std::fs::Permissions::from_mode(0o600))?;
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+fn io_error(e: std::io::Error) -> rusqlite::Error {
+    rusqlite::Error::SqliteFailure(
+        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+        Some(e.to_string()),
+    )
+}
+
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -100,6 +134,7 @@ impl Store {
             path: path.clone(),
             source,
         };
+        keep_private(&path).map_err(|e| fail(io_error(e)))?;
         let conn = Connection::open(&path).map_err(fail)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
         conn.pragma_update(None, "journal_mode", "WAL")
