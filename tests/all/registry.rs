@@ -293,3 +293,39 @@ fn reload_adds_and_removes_plugins_and_rejects_newcomers_that_clash_or_break() {
     );
     assert_still_serves(&host);
 }
+
+/// Regression for issue #17: a schema whose `$ref`s form a long chain
+/// overflowed the host's stack at load (the cycle check recursed once per
+/// link), killing `list`, `call` and a server alike, while `check FILE`
+/// (on a bigger stack) said it was fine.
+#[test]
+fn a_schema_with_a_long_ref_chain_is_refused_at_load_and_the_rest_serve() {
+    let t = TestHost::new(&[CALC, toolwarden_tests::REF_CHAIN]);
+    let host = t.controller();
+    let registry = host.registry();
+    let failure = &registry.failures()[0];
+    let text = failure.to_string();
+    assert!(
+        text.contains("ref_chain.wasm") && text.contains("chained"),
+        "{text}"
+    );
+    assert!(text.contains("more than 32 `$ref`s"), "{text}");
+    assert_still_serves(&host);
+    for args in [&["list"][..], &["check"][..]] {
+        let (code, stdout, stderr) = run_cli(t.cli().args(args));
+        assert!(
+            code == 0 || code == 1,
+            "{args:?} ended with {code}: {stderr}"
+        );
+        assert!(
+            format!("{stdout}{stderr}").contains("more than 32 `$ref`s"),
+            "{args:?}: {stdout}{stderr}"
+        );
+    }
+    let (code, stdout, stderr) =
+        run_cli(
+            t.cli()
+                .args(["call", "calc", r#"{"op":"add","a":1,"b":1}"#]),
+        );
+    assert_eq!(code, 0, "{stdout}{stderr}");
+}

@@ -134,7 +134,7 @@ pub(super) fn compile(doc: &Value) -> Result<Schema, SchemaError> {
         compiled_defs.push(compiler.node(def, &ptr, 1)?);
     }
     let root_node = compiler.node(doc, "", 0)?;
-    check_ref_cycles(&compiled_defs, &defs)?;
+    check_ref_chains(&root_node, &compiled_defs, &defs)?;
     let has_paths = std::iter::once(&root_node)
         .chain(&compiled_defs)
         .any(Node::marks_a_path);
@@ -374,9 +374,22 @@ impl Compiler {
     }
 }
 
-/// Refuses `$ref` cycles that consume no input (`a` -> `b` -> `a` through refs,
-/// `anyOf` or `oneOf` only): validating them would never end.
-fn check_ref_cycles(defs: &[Node], raw: &Map<String, Value>) -> Result<(), SchemaError> {
+/// Most `$ref`s one schema may follow in a row without descending into a
+/// property or item (directly or through `anyOf`/`oneOf`). Validation takes
+/// a stack frame per link, on whatever thread runs it (the HTTP server's
+/// are small), so a chain's length must be bounded at load; no honest
+/// schema comes near it.
+pub const MAX_REF_CHAIN: usize = 32;
+
+/// Refuses `$ref` chains that consume no input and are cyclic (`a` -> `b`
+/// -> `a` through refs, `anyOf` or `oneOf` only: validating them would never
+/// end) or longer than [`MAX_REF_CHAIN`]. Walks with a stack of its own, so
+/// a hostile chain of any length costs heap, never the thread's stack.
+fn check_ref_chains(
+    root: &Node,
+    defs: &[Node],
+    raw: &Map<String, Value>,
+) -> Result<(), SchemaError> {
     fn immediate(node: &Node, out: &mut Vec<usize>) {
         out.extend(node.reference);
         for sub in node.one_of.iter().chain(&node.any_of) {
@@ -391,32 +404,61 @@ fn check_ref_cycles(defs: &[Node], raw: &Map<String, Value>) -> Result<(), Schem
             out
         })
         .collect();
-    // 0 = unvisited, 1 = on the stack, 2 = done.
-    fn visit(i: usize, edges: &[Vec<usize>], state: &mut [u8]) -> Option<usize> {
-        match state[i] {
-            1 => return Some(i),
-            2 => return None,
-            _ => {}
+    let at = |i: usize| pointer_push("/$defs", raw.keys().nth(i).map_or("", String::as_str));
+    let too_long = |i: usize| {
+        err(
+            &at(i),
+            "$ref",
+            format!(
+                "a chain of more than {MAX_REF_CHAIN} `$ref`s that never descends into a property \
+                 or item; flatten it"
+            ),
+        )
+    };
+    // 0 = unvisited, 1 = on the stack, 2 = done; `longest[i]`: links from i.
+    let mut state = vec![0u8; defs.len()];
+    let mut longest = vec![0usize; defs.len()];
+    for start in 0..defs.len() {
+        if state[start] != 0 {
+            continue;
         }
-        state[i] = 1;
-        for &j in &edges[i] {
-            if let Some(c) = visit(j, edges, state) {
-                return Some(c);
+        state[start] = 1;
+        let mut stack = vec![(start, 0usize)];
+        while let Some((i, next)) = stack.last_mut() {
+            let i = *i;
+            match edges[i].get(*next) {
+                Some(&j) => {
+                    *next += 1;
+                    match state[j] {
+                        0 => {
+                            state[j] = 1;
+                            stack.push((j, 0));
+                        }
+                        1 => {
+                            return Err(err(
+                                &at(j),
+                                "$ref",
+                                "a `$ref` cycle that never descends into a property or item; it could never be validated",
+                            ));
+                        }
+                        _ => {}
+                    }
+                }
+                None => {
+                    longest[i] = 1 + edges[i].iter().map(|&j| longest[j]).max().unwrap_or(0);
+                    if longest[i] > MAX_REF_CHAIN {
+                        return Err(too_long(i));
+                    }
+                    state[i] = 2;
+                    stack.pop();
+                }
             }
         }
-        state[i] = 2;
-        None
     }
-    let mut state = vec![0u8; defs.len()];
-    for i in 0..defs.len() {
-        if let Some(c) = visit(i, &edges, &mut state) {
-            let name = raw.keys().nth(c).cloned().unwrap_or_default();
-            return Err(err(
-                &pointer_push("/$defs", &name),
-                "$ref",
-                "a `$ref` cycle that never descends into a property or item; it could never be validated",
-            ));
-        }
+    let mut from_root = Vec::new();
+    immediate(root, &mut from_root);
+    if let Some(&j) = from_root.iter().find(|&&j| longest[j] + 1 > MAX_REF_CHAIN) {
+        return Err(too_long(j));
     }
     Ok(())
 }

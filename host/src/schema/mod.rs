@@ -83,7 +83,7 @@ impl Schema {
     pub fn violations(&self, value: &Value) -> Vec<Violation> {
         let mut out = Vec::new();
         let mut ptr = String::new();
-        validate::check(self, &self.root, value, &mut ptr, &mut out);
+        validate::check(self, &self.root, value, &mut ptr, &mut out, 0);
         out
     }
 }
@@ -96,7 +96,7 @@ impl Schema {
         if !self.has_paths {
             return out;
         }
-        validate::paths(self, &self.root, value, &mut String::new(), &mut out);
+        validate::paths(self, &self.root, value, &mut String::new(), &mut out, 0);
         out
     }
 }

@@ -159,3 +159,48 @@ fn path_pointers_find_every_path_argument() {
     let found = s.path_pointers(&json!({"from": "a", "to": ["b", "c"], "note": "d"}));
     assert_eq!(found, ["/from", "/to/0", "/to/1"]);
 }
+
+#[test]
+fn a_walk_deeper_than_its_bound_refuses_the_value_instead_of_overflowing() {
+    let schema = Schema::compile(&json!({
+        "type": "object",
+        "properties": { "a": { "$ref": "#/$defs/n" } },
+        "$defs": { "n": { "type": "object", "properties": { "a": { "$ref": "#/$defs/n" } } } },
+    }))
+    .unwrap();
+    let nested = |levels: usize| (0..levels).fold(json!({}), |inner, _| json!({ "a": inner }));
+    assert!(schema.violations(&nested(100)).is_empty());
+    // Two frames a level (the property, then its `$ref`).
+    let deep = nested(super::validate::MAX_WALK_DEPTH);
+    let violations = schema.violations(&deep);
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    assert!(
+        violations[0].message.contains("nests deeper"),
+        "{violations:?}"
+    );
+    assert!(schema.path_pointers(&deep).is_empty());
+}
+
+#[test]
+fn a_long_ref_chain_is_refused_at_compile_time_without_recursion() {
+    let mut defs = serde_json::Map::new();
+    for i in 0..200_000 {
+        defs.insert(
+            format!("d{i}"),
+            json!({ "$ref": format!("#/$defs/d{}", i + 1) }),
+        );
+    }
+    defs.insert("d200000".into(), json!({ "type": "string" }));
+    let err = Schema::compile(&json!({ "type": "object", "$defs": defs })).unwrap_err();
+    assert!(err.message.contains("more than 32"), "{err:?}");
+    let mut short = serde_json::Map::new();
+    for i in 0..31 {
+        short.insert(
+            format!("d{i}"),
+            json!({ "$ref": format!("#/$defs/d{}", i + 1) }),
+        );
+    }
+    short.insert("d31".into(), json!({ "type": "string" }));
+    let ok = json!({ "type": "object", "properties": { "x": { "$ref": "#/$defs/d0" } }, "$defs": short });
+    assert!(Schema::compile(&ok).is_ok());
+}

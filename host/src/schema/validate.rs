@@ -99,15 +99,33 @@ fn violate(out: &mut Vec<Violation>, ptr: &str, message: String) {
     }
 }
 
+/// Schema nodes one walk may be inside at once (`$ref` links, `anyOf` and
+/// `oneOf` branches and the value's own nesting together). Each is a frame
+/// on the stack of whatever thread validates (the HTTP server's are
+/// small); load-time bounds on `$ref` chains and schema depth keep honest
+/// schemas far below it, and a walk that reaches it refuses the value
+/// instead of overflowing.
+pub const MAX_WALK_DEPTH: usize = 1024;
+
 pub(super) fn check(
     schema: &Schema,
     node: &Node,
     v: &Value,
     ptr: &mut String,
     out: &mut Vec<Violation>,
+    depth: usize,
 ) {
+    if depth > MAX_WALK_DEPTH {
+        out.push(Violation {
+            pointer: ptr.clone(),
+            message: format!(
+                "nests deeper than the {MAX_WALK_DEPTH} schema levels the host validates"
+            ),
+        });
+        return;
+    }
     if let Some(index) = node.reference {
-        check(schema, &schema.defs[index], v, ptr, out);
+        check(schema, &schema.defs[index], v, ptr, out, depth + 1);
     }
     if let Some(bits) = node.types
         && !type_matches(bits, v)
@@ -227,7 +245,7 @@ pub(super) fn check(
             if let Some(item_schema) = &node.items {
                 for (i, item) in items.iter().enumerate() {
                     let len = push_index(ptr, i);
-                    check(schema, item_schema, item, ptr, out);
+                    check(schema, item_schema, item, ptr, out, depth + 1);
                     ptr.truncate(len);
                 }
             }
@@ -245,9 +263,11 @@ pub(super) fn check(
             for (key, value) in map {
                 let len = push_token(ptr, key);
                 match (node.properties.get(key), &node.additional) {
-                    (Some(sub), _) => check(schema, sub, value, ptr, out),
+                    (Some(sub), _) => check(schema, sub, value, ptr, out, depth + 1),
                     (None, Additional::Allowed) => {}
-                    (None, Additional::Schema(sub)) => check(schema, sub, value, ptr, out),
+                    (None, Additional::Schema(sub)) => {
+                        check(schema, sub, value, ptr, out, depth + 1)
+                    }
                     (None, Additional::Denied) => {
                         ptr.truncate(len);
                         let allowed: Vec<_> =
@@ -274,7 +294,7 @@ pub(super) fn check(
     if !node.any_of.is_empty() {
         let matched = node.any_of.iter().any(|sub| {
             let mut scratch = Vec::new();
-            check(schema, sub, v, &mut ptr.clone(), &mut scratch);
+            check(schema, sub, v, &mut ptr.clone(), &mut scratch, depth + 1);
             scratch.is_empty()
         });
         if !matched {
@@ -294,7 +314,7 @@ pub(super) fn check(
             .iter()
             .filter(|sub| {
                 let mut scratch = Vec::new();
-                check(schema, sub, v, &mut ptr.clone(), &mut scratch);
+                check(schema, sub, v, &mut ptr.clone(), &mut scratch, depth + 1);
                 scratch.is_empty()
             })
             .count();
@@ -319,9 +339,14 @@ pub(super) fn paths(
     v: &Value,
     ptr: &mut String,
     out: &mut Vec<String>,
+    depth: usize,
 ) {
+    // Validation refuses a value this deep before any path is looked for.
+    if depth > MAX_WALK_DEPTH {
+        return;
+    }
     if let Some(index) = node.reference {
-        paths(schema, &schema.defs[index], v, ptr, out);
+        paths(schema, &schema.defs[index], v, ptr, out, depth + 1);
     }
     if node.path && v.is_string() && !out.contains(ptr) {
         out.push(ptr.clone());
@@ -335,7 +360,7 @@ pub(super) fn paths(
                     (None, Additional::Allowed | Additional::Denied) => continue,
                 };
                 let len = push_token(ptr, key);
-                paths(schema, sub, value, ptr, out);
+                paths(schema, sub, value, ptr, out, depth + 1);
                 ptr.truncate(len);
             }
         }
@@ -343,7 +368,7 @@ pub(super) fn paths(
             if let Some(sub) = &node.items {
                 for (i, item) in items.iter().enumerate() {
                     let len = push_index(ptr, i);
-                    paths(schema, sub, item, ptr, out);
+                    paths(schema, sub, item, ptr, out, depth + 1);
                     ptr.truncate(len);
                 }
             }
@@ -351,6 +376,6 @@ pub(super) fn paths(
         Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
     }
     for sub in node.any_of.iter().chain(&node.one_of) {
-        paths(schema, sub, v, ptr, out);
+        paths(schema, sub, v, ptr, out, depth + 1);
     }
 }
