@@ -186,6 +186,13 @@ pub enum PluginError {
     #[error("tool `{tool}`: {problem}")]
     Spec { tool: String, problem: String },
 
+    #[error("declares {declared} tools; a plugin may declare at most {max} (`limits.{key}`)")]
+    TooManyTools {
+        declared: usize,
+        max: usize,
+        key: &'static str,
+    },
+
     #[error("tool `{tool}` is already served by `{}`", other.display())]
     Conflict { tool: String, other: PathBuf },
 }
@@ -215,6 +222,9 @@ impl PluginError {
             PluginError::Spec { .. } => {
                 "fix the tool's spec; `wit/tool.wit` documents every field".into()
             }
+            PluginError::TooManyTools { key, .. } => format!(
+                "split the plugin, or raise `{key}` in `[limits]` if the operator trusts it"
+            ),
             PluginError::Conflict { tool, .. } => format!(
                 "rename `{tool}` in the new plugin, or remove the plugin that serves it first"
             ),

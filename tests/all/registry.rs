@@ -300,7 +300,11 @@ fn reload_adds_and_removes_plugins_and_rejects_newcomers_that_clash_or_break() {
 /// (on a bigger stack) said it was fine.
 #[test]
 fn a_schema_with_a_long_ref_chain_is_refused_at_load_and_the_rest_serve() {
-    let t = TestHost::new(&[CALC, toolwarden_tests::REF_CHAIN]);
+    // Its schema is 3.5 MB: let it past the size limit to reach the chain.
+    let t = TestHost::new(&[CALC, toolwarden_tests::REF_CHAIN]).config(&format!(
+        "[limits]\nmax_schema_kb = 16384\n\n{}",
+        crate::harness::ALLOW_ALL
+    ));
     let host = t.controller();
     let registry = host.registry();
     let failure = &registry.failures()[0];
@@ -328,4 +332,38 @@ fn a_schema_with_a_long_ref_chain_is_refused_at_load_and_the_rest_serve() {
                 .args(["call", "calc", r#"{"op":"add","a":1,"b":1}"#]),
         );
     assert_eq!(code, 0, "{stdout}{stderr}");
+}
+
+/// Regression for issue #17: a plugin could declare any number of tools,
+/// and schemas and descriptions of any size.
+#[test]
+fn what_a_plugin_may_declare_is_bounded_by_the_limits() {
+    let t = TestHost::new(&[CALC, toolwarden_tests::REF_CHAIN]);
+    let host = t.controller();
+    let text = host.registry().failures()[0].to_string();
+    assert!(
+        text.contains("input schema is") && text.contains("limits.max_schema_kb"),
+        "{text}"
+    );
+    assert_still_serves(&host);
+    let t = TestHost::new(&[CALC, HOSTILE]).config(&format!(
+        "[limits]\nmax_tools_per_plugin = 5\n\n{}",
+        crate::harness::ALLOW_ALL
+    ));
+    let host = t.controller();
+    let registry = host.registry();
+    let failures = registry.failures();
+    assert_eq!(failures.len(), 1, "calc declares one tool, hostile many");
+    let text = failures[0].to_string();
+    assert!(
+        text.contains("hostile.wasm") && text.contains("at most 5 (`limits.max_tools_per_plugin`)"),
+        "{text}"
+    );
+    assert_still_serves(&host);
+    let t = TestHost::new(&[CALC]).config("[limits]\nmax_description_kb = 0\n");
+    assert_eq!(
+        t.start().unwrap_err().code(),
+        "CONFIG_INVALID",
+        "a limit cannot be turned off"
+    );
 }

@@ -24,7 +24,10 @@
 //! (lists of WIT spellings), `when` (JSON pointer -> glob for strings, a
 //! scalar for exact match, or `{ not = ... }`), `decision`, `reason`.
 
-use super::limits::{Limits, MAX_INSTANCES, MAX_MEMORY_MB, MAX_OUTPUT_KB, MAX_TIMEOUT_MS};
+use super::limits::{
+    Limits, MAX_DESCRIPTION_KB, MAX_INSTANCES, MAX_MEMORY_MB, MAX_OUTPUT_KB, MAX_SCHEMA_KB,
+    MAX_TIMEOUT_MS, MAX_TOOLS_PER_PLUGIN,
+};
 use crate::audit::Durability;
 use crate::error::Error;
 use crate::guards::Budget;
@@ -63,6 +66,9 @@ struct LimitsTable {
     memory_mb: Option<u64>,
     max_output_kb: Option<u64>,
     max_instances: Option<u64>,
+    max_tools_per_plugin: Option<u64>,
+    max_description_kb: Option<u64>,
+    max_schema_kb: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -171,7 +177,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         line: e.span().map(|s| line_of(text, s.start)),
         message: e.message().to_owned(),
         hint: "see the config format in the README: `[limits]` takes timeout_ms, fuel, \
-               memory_mb, max_output_kb, max_instances; `[approvals]` ttl_seconds; `[audit]` redact_keys, durability; `[budget]` max_calls, \
+               memory_mb, max_output_kb, max_instances, max_tools_per_plugin, max_description_kb, max_schema_kb; `[approvals]` ttl_seconds; `[audit]` redact_keys, durability; `[budget]` max_calls, \
                max_calls_per_tool, max_run_ms, max_calls_per_turn, allow_duplicate_calls; `[mcp]` list_denied; \
                `[scheduler]` max_parallel; each \
                `[[rule]]` takes tools, plugin, risk, effects, filesystem, when, decision, reason"
@@ -355,6 +361,24 @@ fn limits(table: LimitsTable) -> Result<Limits, String> {
             u64::from(d.max_instances),
             MAX_INSTANCES,
         )? as u32,
+        max_tools_per_plugin: bounded(
+            "max_tools_per_plugin",
+            table.max_tools_per_plugin,
+            d.max_tools_per_plugin as u64,
+            MAX_TOOLS_PER_PLUGIN,
+        )? as usize,
+        max_description_bytes: (bounded(
+            "max_description_kb",
+            table.max_description_kb,
+            (d.max_description_bytes >> 10) as u64,
+            MAX_DESCRIPTION_KB,
+        )? << 10) as usize,
+        max_schema_bytes: (bounded(
+            "max_schema_kb",
+            table.max_schema_kb,
+            (d.max_schema_bytes >> 10) as u64,
+            MAX_SCHEMA_KB,
+        )? << 10) as usize,
     })
 }
 

@@ -18,11 +18,24 @@ pub const DEFAULT_MAX_OUTPUT_KB: u64 = 1024;
 /// address space (not memory) for each: 2 x (memory_mb + guard).
 pub const DEFAULT_MAX_INSTANCES: u64 = 256;
 
+/// Tools one plugin may declare. The registry, `tools/list` and every
+/// schema export grow with it; no real plugin comes near.
+pub const DEFAULT_MAX_TOOLS_PER_PLUGIN: u64 = 128;
+/// Largest title or description a tool may declare: models read every
+/// description on every turn.
+pub const DEFAULT_MAX_DESCRIPTION_KB: u64 = 8;
+/// Largest input or output schema text a tool may declare, checked before
+/// it is parsed.
+pub const DEFAULT_MAX_SCHEMA_KB: u64 = 256;
+
 /// Upper bounds on the settings, so a typo cannot disable a limit.
 pub(crate) const MAX_TIMEOUT_MS: u64 = 600_000;
 pub(crate) const MAX_MEMORY_MB: u64 = 4096;
 pub(crate) const MAX_OUTPUT_KB: u64 = 64 * 1024;
 pub(crate) const MAX_INSTANCES: u64 = 10_000;
+pub(crate) const MAX_TOOLS_PER_PLUGIN: u64 = 10_000;
+pub(crate) const MAX_DESCRIPTION_KB: u64 = 1024;
+pub(crate) const MAX_SCHEMA_KB: u64 = 16 * 1024;
 
 /// Per-call limits, from the `[limits]` table of the config file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,6 +45,10 @@ pub struct Limits {
     pub memory_bytes: u64,
     pub max_output_bytes: usize,
     pub max_instances: u32,
+    /// What one plugin may declare (checked when it loads).
+    pub max_tools_per_plugin: usize,
+    pub max_description_bytes: usize,
+    pub max_schema_bytes: usize,
 }
 
 impl Default for Limits {
@@ -42,6 +59,9 @@ impl Default for Limits {
             memory_bytes: DEFAULT_MEMORY_MB << 20,
             max_output_bytes: (DEFAULT_MAX_OUTPUT_KB << 10) as usize,
             max_instances: DEFAULT_MAX_INSTANCES as u32,
+            max_tools_per_plugin: DEFAULT_MAX_TOOLS_PER_PLUGIN as usize,
+            max_description_bytes: (DEFAULT_MAX_DESCRIPTION_KB << 10) as usize,
+            max_schema_bytes: (DEFAULT_MAX_SCHEMA_KB << 10) as usize,
         }
     }
 }

@@ -8,6 +8,7 @@ use super::{Execution, LoadedPlugin, Sandbox};
 use crate::approval::PreparedCall;
 use crate::call::{CallId, CancelToken, ProgressSink, SessionId};
 use crate::capability::{FsAccess, Grant};
+use crate::config::Limits;
 use crate::error::PluginError;
 use crate::outcome::{CallError, ErrorCode};
 use crate::spec::{Effect, Effects, FsNeed, Risk, ToolSpec};
@@ -393,13 +394,73 @@ pub(super) fn describe(
         race(guest, DESCRIBE_TIMEOUT, &cancel).await
     });
     let specs = classify(specs, &store, &pipes, DESCRIBE_TIMEOUT).map_err(PluginError::Describe)?;
-    specs.into_iter().map(convert_spec).collect()
+    let limits = &sandbox.limits;
+    if specs.len() > limits.max_tools_per_plugin {
+        return Err(PluginError::TooManyTools {
+            declared: specs.len(),
+            max: limits.max_tools_per_plugin,
+            key: "max_tools_per_plugin",
+        });
+    }
+    specs
+        .into_iter()
+        .map(|spec| convert_spec(spec, limits))
+        .collect()
+}
+
+/// A spec's texts against the declaration limits, before any is parsed.
+fn check_sizes(
+    spec: &bindings::exports::toolwarden::tool::tool::ToolSpec,
+    limits: &Limits,
+) -> Result<(), String> {
+    let texts = [
+        (
+            "title",
+            spec.title.len(),
+            limits.max_description_bytes,
+            "max_description_kb",
+        ),
+        (
+            "description",
+            spec.description.len(),
+            limits.max_description_bytes,
+            "max_description_kb",
+        ),
+        (
+            "input schema",
+            spec.input_schema.len(),
+            limits.max_schema_bytes,
+            "max_schema_kb",
+        ),
+        (
+            "output schema",
+            spec.output_schema.as_ref().map_or(0, String::len),
+            limits.max_schema_bytes,
+            "max_schema_kb",
+        ),
+    ];
+    for (what, bytes, max, key) in texts {
+        if bytes > max {
+            return Err(format!(
+                "its {what} is {bytes} bytes; at most {max} are accepted (`limits.{key}`)"
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn convert_spec(
     spec: bindings::exports::toolwarden::tool::tool::ToolSpec,
+    limits: &Limits,
 ) -> Result<ToolSpec, PluginError> {
     use bindings::exports::toolwarden::tool::tool::{Effects as E, Filesystem, Risk as R};
+    // A name is checked for its form later; here only so long that even
+    // the error message should not quote it whole.
+    let shown: String = spec.name.chars().take(64).collect();
+    check_sizes(&spec, limits).map_err(|problem| PluginError::Spec {
+        tool: shown,
+        problem,
+    })?;
     let parse = |what: &str, text: &str| {
         serde_json::from_str(text).map_err(|e| PluginError::Spec {
             tool: spec.name.clone(),
