@@ -340,3 +340,34 @@ fn the_network_is_closed_to_every_plugin() {
         "a datagram arrived: {received:?}"
     );
 }
+
+/// Regression for issue #17: every one of a plugin's progress reports
+/// reached the client, growing the server by hundreds of MiB and holding
+/// the answer up well past the deadline.
+#[test]
+fn a_flood_of_progress_reports_is_thinned_and_cut_not_forwarded_whole() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let (_t, host) = hostile_host("", SandboxMode::ReadOnly);
+    let reports = Arc::new(AtomicUsize::new(0));
+    let bytes = Arc::new(AtomicUsize::new(0));
+    let (counted, measured) = (Arc::clone(&reports), Arc::clone(&bytes));
+    let mut request = toolwarden::CallRequest::new("hostile_progress_flood", r#"{"n":200000}"#);
+    request.progress = Some(toolwarden::ProgressSink::new(move |p| {
+        counted.fetch_add(1, Ordering::Relaxed);
+        measured.fetch_add(p.message.map_or(0, |m| m.len()), Ordering::Relaxed);
+    }));
+    let r = crate::harness::runtime().block_on(host.handle(request));
+    assert_eq!(r.status, toolwarden::Status::Ok, "{r:#?}");
+    assert_eq!(r.value.unwrap()["result"], 200_000);
+    let reports = reports.load(Ordering::Relaxed);
+    assert!(
+        (1..=1_000).contains(&reports),
+        "{reports} reports passed on"
+    );
+    assert!(
+        bytes.load(Ordering::Relaxed) <= reports * 1024,
+        "messages are cut"
+    );
+    assert_still_serves(&host);
+}

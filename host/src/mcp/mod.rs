@@ -321,6 +321,9 @@ impl Server {
     }
 }
 
+/// Progress notifications waiting for one slow client, per call.
+const PROGRESS_QUEUE: usize = 64;
+
 /// Forwards a call's progress reports to the client, in order. The caller
 /// awaits the returned task after the call, so every notification is sent
 /// before the response (a client drops progress for a finished request).
@@ -329,7 +332,10 @@ fn progress_forwarder(
 ) -> Option<(ProgressSink, tokio::task::JoinHandle<()>)> {
     let token = cx.meta.get_progress_token()?;
     let peer = cx.peer.clone();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
+    // Bounded: the sandbox already lets through at most a report every
+    // few milliseconds, and a client that reads slower than that loses
+    // reports rather than holding the call's answer (or the host's memory).
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Progress>(PROGRESS_QUEUE);
     let forwarder = tokio::spawn(async move {
         while let Some(p) = rx.recv().await {
             let mut param = ProgressNotificationParam::new(token.clone(), p.done as f64);
@@ -345,9 +351,8 @@ fn progress_forwarder(
         }
     });
     let sink = ProgressSink::new(move |p| {
-        // The receiver lives until every sender is gone; a send cannot fail
-        // while the call runs.
-        let _ = tx.send(p);
+        // Full: the client is behind, and this report is dropped.
+        let _ = tx.try_send(p);
     });
     Some((sink, forwarder))
 }

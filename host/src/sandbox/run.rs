@@ -311,6 +311,7 @@ pub(super) async fn invoke(
         cancel: cx.cancel.clone(),
         progress: cx.progress.clone(),
         log_bytes_left: super::host::LOG_BUDGET_BYTES,
+        progress_gate: Default::default(),
     };
     let (mut store, pipes) = match new_store(sandbox, call.grant(), host, fuel) {
         Ok(created) => created,
@@ -377,6 +378,7 @@ pub(super) fn describe(
         cancel: CancelToken::default(),
         progress: None,
         log_bytes_left: super::host::LOG_BUDGET_BYTES,
+        progress_gate: Default::default(),
     };
     let (mut store, pipes) =
         new_store(sandbox, Grant::default(), host, DESCRIBE_FUEL).map_err(PluginError::Describe)?;

@@ -52,6 +52,7 @@ pub(super) struct HostState {
     pub cancel: CancelToken,
     pub progress: Option<ProgressSink>,
     pub log_bytes_left: usize,
+    pub progress_gate: super::host::ProgressGate,
 }
 
 pub(super) struct CallState {
