@@ -88,14 +88,26 @@ pub struct Store {
 /// SQLite creates with the main file's mode) readable by its owner alone:
 /// it holds arguments, outputs and approvals. Created 0600 when missing;
 /// an older, looser file is tightened.
+///
+/// The file is never opened here once it exists: closing any descriptor of
+/// a database file drops every POSIX lock this process holds on it, SQLite
+/// connections' included, so only a file that does not exist yet is
+/// created (and closed before SQLite opens it), and modes are changed by
+/// path.
 fn keep_private(db: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    std::fs::OpenOptions::new()
-        .mode(0o600)
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(db)?;
+    if std::fs::symlink_metadata(db).is_err() {
+        match std::fs::OpenOptions::new()
+            .mode(0o600)
+            .write(true)
+            .create_new(true)
+            .open(db)
+        {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
     for suffix in ["", "-wal", "-shm"] {
         let mut name = db.as_os_str().to_owned();
         name.push(suffix);
