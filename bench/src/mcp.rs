@@ -82,6 +82,7 @@ impl Server {
             .env("TOOLWARDEN_PLUGINS", plugins)
             .env("TOOLWARDEN_WORKSPACE", workspace)
             .env("TOOLWARDEN_STATE", state)
+            .env("TOOLWARDEN_TRUST_CONFIG", "1")
             .env_remove("TOOLWARDEN_CONFIG")
             .env_remove("TOOLWARDEN_LOG");
         let mut server = Server::spawn(command);

@@ -151,12 +151,17 @@ impl Controller {
         )
     }
 
-    /// Loads the plugins directory again and swaps the registry in one step.
+    /// Loads the plugins directory again and swaps the registry in one step,
+    /// unless the config file changed since the host started (refused with
+    /// `CONFIG_UNTRUSTED`).
     /// Plugins already serving keep their tools; a new file that fails to
     /// load or claims a name already served is rejected (and listed in the
     /// new registry's failures) while the rest keep serving. Blocks while new
     /// plugins compile. Returns whether the set of tools changed.
     pub fn reload(&self) -> Result<bool, Error> {
+        // A changed policy file means someone rewrote what governs this
+        // host; it keeps serving what it has, and loads nothing new.
+        self.config.still_as_started()?;
         let current = self.registry();
         let next = Registry::reload(&self.config.plugins_dir, &self.sandbox, &current)?;
         let changed = next.fingerprint() != current.fingerprint();

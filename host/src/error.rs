@@ -73,6 +73,9 @@ pub enum Error {
         fix: String,
     },
 
+    #[error("the config file `{}` is not trusted: {why}", path.display())]
+    ConfigUntrusted { path: PathBuf, why: Untrusted },
+
     #[error("cannot set up the sandbox engine: {0}")]
     Engine(String),
 
@@ -102,6 +105,7 @@ impl Error {
             Error::PluginsInWorkspace { .. } => "PLUGINS_IN_WORKSPACE",
             Error::NoHome { .. } => "NO_HOME",
             Error::UnsafePermissions { .. } => "UNSAFE_PERMISSIONS",
+            Error::ConfigUntrusted { .. } => "CONFIG_UNTRUSTED",
             Error::Engine(_) => "ENGINE",
             Error::State { .. } => "STATE",
             Error::Audit(_) => "AUDIT",
@@ -146,6 +150,18 @@ impl Error {
             Error::UnsafePermissions { fix, .. } => format!(
                 "{fix}; anyone who can write it could plant code or state that the host trusts"
             ),
+            Error::ConfigUntrusted { why, .. } => match why {
+                Untrusted::NeverTrusted => "read it, then run `toolwarden policy trust` (or pass \
+                    `--trust-config`, which trusts a file only the first time it is seen)"
+                    .into(),
+                Untrusted::Changed => "review the change with `toolwarden policy diff`, then run \
+                    `toolwarden policy trust` if it is yours"
+                    .into(),
+                Untrusted::ChangedSinceStart => "the running host keeps the policy it started \
+                    with; review `toolwarden policy diff`, run `toolwarden policy trust`, then \
+                    restart it"
+                    .into(),
+            },
             Error::Engine(_) => {
                 "this is a host problem, not a plugin's: please report it with the message".into()
             }
@@ -161,6 +177,27 @@ impl Error {
             }
             Error::Scaffold { hint, .. } => hint.clone(),
         }
+    }
+}
+
+/// Why a config file is not trusted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Untrusted {
+    /// No person trusted it yet.
+    NeverTrusted,
+    /// It differs from the text a person trusted.
+    Changed,
+    /// It changed after this host started with it.
+    ChangedSinceStart,
+}
+
+impl std::fmt::Display for Untrusted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Untrusted::NeverTrusted => "it was never trusted",
+            Untrusted::Changed => "it changed since it was trusted",
+            Untrusted::ChangedSinceStart => "it changed since this host started",
+        })
     }
 }
 

@@ -155,7 +155,16 @@ fn a_changed_or_now_denying_policy_invalidates_an_approval() {
     let t = TestHost::new(&[CALC]).config(ASK_CALC);
     let id = ask(&t, &["calc", ADD]);
     approve(&t, &id);
-    let t = t.config(&format!("{ASK_CALC}\n# reviewed again\n"));
+    // Comments, layout and rule order are not the policy: an approval
+    // survives them.
+    let t = t.config(&format!("# reviewed again\n\n{ASK_CALC}\n# and again\n"));
+    let (code, r) = call(&t, &["calc", ADD, "--approval", &id]);
+    assert_eq!(code, 0, "a comment does not void an approval: {r}");
+    let id = ask(&t, &["calc", ADD]);
+    approve(&t, &id);
+    let t = t.config(&format!(
+        "{ASK_CALC}\n[[rule]]\ntools = [\"calc\"]\nwhen = {{ \"/op\" = \"div\" }}\ndecision = \"deny\"\nreason = \"no division\"\n"
+    ));
     refused(
         &t,
         &["calc", ADD, "--approval", &id],
@@ -232,10 +241,13 @@ fn racing_processes_consume_one_approval_exactly_once() {
         .into_iter()
         .map(|child| {
             let out = child.wait_with_output().unwrap();
-            (
-                out.status.code().unwrap_or(-1),
-                json(&String::from_utf8_lossy(&out.stdout)),
-            )
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                !stdout.is_empty(),
+                "a racer printed nothing: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            (out.status.code().unwrap_or(-1), json(&stdout))
         })
         .collect();
     let winners = outcomes.iter().filter(|(code, _)| *code == 0).count();

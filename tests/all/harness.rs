@@ -105,15 +105,35 @@ impl TestHost {
 
     /// `program` with this host's directories in its environment (and its
     /// config written where the CLI looks for it).
+    ///
+    /// The config is trusted the way its author would: on first use with
+    /// `--trust-config` (as an MCP client configuration would), and with
+    /// `policy trust` after the test changed it.
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
         let config = self.workspace.join("toolwarden.toml");
-        std::fs::write(&config, &self.config).expect("write config");
+        // Written only when it differs: rewriting it while another of the
+        // test's processes reads it would show that one a torn file.
+        let old = std::fs::read_to_string(&config).ok();
+        if old.as_deref() != Some(self.config.as_str()) {
+            std::fs::write(&config, &self.config).expect("write config");
+        }
+        if old.is_some_and(|old| old != self.config) {
+            let (code, _, stderr) = run_cli(self.environment(binary()).args(["policy", "trust"]));
+            assert_eq!(code, 0, "policy trust: {stderr}");
+        }
+        let mut cmd = self.environment(program);
+        cmd.env("TOOLWARDEN_TRUST_CONFIG", "1");
+        cmd
+    }
+
+    fn environment(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
         let mut cmd = Command::new(program);
         cmd.env("TOOLWARDEN_PLUGINS", &self.plugins)
             .env("TOOLWARDEN_WORKSPACE", &self.workspace)
             .env("TOOLWARDEN_STATE", &self.state)
             .env("TOOLWARDEN_SANDBOX", self.sandbox.as_str())
             .env_remove("TOOLWARDEN_CONFIG")
+            .env_remove("TOOLWARDEN_TRUST_CONFIG")
             .env_remove("TOOLWARDEN_LOG");
         cmd
     }

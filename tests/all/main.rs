@@ -23,6 +23,7 @@ mod sandbox;
 mod scheduler;
 mod sdk;
 mod soak;
+mod trust;
 
 /// Every example plugin must be exercised by a test named after it in
 /// [`plugins`]: adding a plugin without one fails to compile.

@@ -14,6 +14,8 @@ cp "$root/target/wasm/wasm32-wasip2/guest/hostile.wasm" "$demo/plugins/"
 cp "$root/tests/demo/toolwarden.toml" "$demo/workspace/"
 printf 'Hello from the workspace.\n' > "$demo/workspace/hello.txt"
 export TOOLWARDEN_PLUGINS="$demo/plugins" TOOLWARDEN_WORKSPACE="$demo/workspace" TOOLWARDEN_STATE="$demo/state"
+# The demo's config is new to this state directory: trust it on first use.
+export TOOLWARDEN_TRUST_CONFIG=1
 
 step() {
     printf '\n\033[1m# %s\033[0m\n$ toolwarden %s\n' "$1" "${*:2}"

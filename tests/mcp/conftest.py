@@ -58,6 +58,7 @@ class Host:
             "TOOLWARDEN_PLUGINS": str(self.plugins),
             "TOOLWARDEN_WORKSPACE": str(self.workspace),
             "TOOLWARDEN_STATE": str(self.state),
+            "TOOLWARDEN_TRUST_CONFIG": "1",
             "TOOLWARDEN_SANDBOX": "workspace-write",
         }
 

@@ -48,7 +48,7 @@ def host(tmp_path, component):
     def run(*args):
         return subprocess.run(
             [str(BINARY), "--plugins", str(dirs["plugins"]), "--state", str(dirs["state"]),
-             "--workspace", str(dirs["workspace"]), *args],
+             "--workspace", str(dirs["workspace"]), "--trust-config", *args],
             capture_output=True, text=True, timeout=300,
         )
 

@@ -51,6 +51,17 @@ pub struct GlobalArgs {
     )]
     pub sandbox: SandboxMode,
 
+    /// Trust the config file if it was never trusted before (never one that
+    /// changed after it was trusted): for MCP client configurations
+    #[arg(
+        long,
+        env = "TOOLWARDEN_TRUST_CONFIG",
+        global = true,
+        action = clap::ArgAction::SetTrue,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub trust_config: bool,
+
     /// More log output on stderr (-v info, -vv debug); or set TOOLWARDEN_LOG
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -107,7 +118,7 @@ pub enum Command {
         #[arg(long, default_value = "openai")]
         format: crate::export::Format,
     },
-    /// Policy tools: `policy explain TOOL ARGS` shows how the rules decide a call
+    /// Policy tools: `explain` how the rules decide a call; `diff` and `trust` the config file
     Policy {
         #[command(subcommand)]
         command: PolicyCommand,
@@ -160,6 +171,10 @@ pub enum PolicyCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Show how the config file differs from the text last trusted
+    Diff,
+    /// Trust the config file as it is now (after reviewing `policy diff`)
+    Trust,
 }
 
 #[derive(Debug, Subcommand)]

@@ -18,6 +18,7 @@ use crate::error::Error;
 use crate::outcome::Status;
 use args::{ApprovalsCommand, AuditCommand, Command, GlobalArgs, PolicyCommand};
 use clap::Parser;
+use commands::trust::Use;
 use printer::Printer;
 use std::process::ExitCode;
 
@@ -83,7 +84,13 @@ fn init_logging(verbose: u8) {
         .try_init();
 }
 
-fn load_config(global: &GlobalArgs) -> Result<Config, Error> {
+fn load_config(global: &GlobalArgs, purpose: Use, printer: Printer) -> Result<Config, Error> {
+    let config = build_config(global)?;
+    commands::trust::gate(&config, global.trust_config, purpose, printer)?;
+    Ok(config)
+}
+
+fn build_config(global: &GlobalArgs) -> Result<Config, Error> {
     let mut builder = ConfigBuilder::new(&global.workspace).sandbox(global.sandbox);
     if let Some(dir) = &global.plugins {
         builder = builder.plugins_dir(dir);
@@ -100,7 +107,8 @@ fn load_config(global: &GlobalArgs) -> Result<Config, Error> {
 fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
     // Loaded only by the commands that use it: scaffolding a plugin must
     // work before any plugins directory or policy exists.
-    let config = || load_config(&cli.global);
+    let config = || load_config(&cli.global, Use::Reads, printer);
+    let acting = || load_config(&cli.global, Use::Acts, printer);
     match cli.command {
         Command::New { name, dir, sdk } => {
             let plugins = match cli.global.plugins {
@@ -120,6 +128,12 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
             json,
             printer,
         ),
+        Command::Policy {
+            command: PolicyCommand::Diff,
+        } => commands::trust::diff(&build_config(&cli.global)?, printer),
+        Command::Policy {
+            command: PolicyCommand::Trust,
+        } => commands::trust::trust(&build_config(&cli.global)?, printer),
         Command::Call {
             tool,
             args,
@@ -130,7 +144,7 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
         } => {
             let tracing = if trace { Tracing::Steps } else { Tracing::Off };
             commands::call::run(
-                config()?,
+                acting()?,
                 commands::call::Options {
                     tool,
                     args,
@@ -142,7 +156,7 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
                 printer,
             )
         }
-        Command::Serve(args) => commands::serve::run(config()?, args, printer),
+        Command::Serve(args) => commands::serve::run(acting()?, args, printer),
         Command::Check { target, json } => {
             commands::check::run(&config()?, target.as_deref(), json, printer)
         }
@@ -150,7 +164,7 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
             input,
             json,
             session,
-        } => commands::turn::run(config()?, &input, session, json, printer),
+        } => commands::turn::run(acting()?, &input, session, json, printer),
         Command::Schemas { format } => commands::schemas::run(config()?, format, printer),
         Command::Approvals { command } => match command {
             ApprovalsCommand::List { json } => commands::approvals::list(&config()?, json, printer),

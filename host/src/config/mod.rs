@@ -8,10 +8,13 @@
 mod file;
 mod limits;
 mod private;
+mod trust;
+
+pub use trust::Standing;
 
 pub use limits::Limits;
 
-use crate::error::Error;
+use crate::error::{Error, Untrusted};
 use crate::policy::Policy;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
@@ -61,10 +64,14 @@ pub struct Config {
     pub(crate) workspace: PathBuf,
     pub(crate) state_dir: PathBuf,
     pub(crate) config_file: Option<PathBuf>,
+    /// The text read from `config_file`: what trust is decided on (never
+    /// read again, so the file cannot change between check and use).
+    pub(crate) config_text: Option<String>,
     pub(crate) sandbox: SandboxMode,
     pub(crate) limits: Limits,
     pub(crate) policy: Policy,
-    /// SHA-256 of the config text: approvals are bound to the policy that asked.
+    /// The compiled rules' fingerprint: approvals are bound to the policy
+    /// that asked (see [`Policy::fingerprint`]).
     pub(crate) policy_hash: String,
     pub(crate) approval_ttl: std::time::Duration,
     pub(crate) redact_keys: Vec<String>,
@@ -91,6 +98,53 @@ impl Config {
     /// The config file that was read, if any.
     pub fn config_file(&self) -> Option<&Path> {
         self.config_file.as_deref()
+    }
+
+    /// How the config file that was read stands with its trust record
+    /// (see [`trust`]); `None` when no file was read.
+    pub fn trust_standing(&self) -> Result<Option<Standing>, Error> {
+        let (Some(file), Some(text)) = (&self.config_file, &self.config_text) else {
+            return Ok(None);
+        };
+        trust::standing(&self.state_dir, file, text)
+            .map(Some)
+            .map_err(|source| self.trust_error(source))
+    }
+
+    /// Records the config file's text, as it was read, as trusted.
+    pub fn trust_config(&self) -> Result<(), Error> {
+        let (Some(file), Some(text)) = (&self.config_file, &self.config_text) else {
+            return Ok(());
+        };
+        trust::trust(&self.state_dir, file, text).map_err(|source| self.trust_error(source))
+    }
+
+    /// The config text as it was read, if from a file.
+    pub fn config_text(&self) -> Option<&str> {
+        self.config_text.as_deref()
+    }
+
+    /// Refuses a config file that no longer reads as it did when this host
+    /// started: a running host does not take on a policy nobody trusted.
+    pub(crate) fn still_as_started(&self) -> Result<(), Error> {
+        let (Some(file), Some(text)) = (&self.config_file, &self.config_text) else {
+            return Ok(());
+        };
+        match std::fs::read_to_string(file) {
+            Ok(now) if now == *text => Ok(()),
+            Ok(_) | Err(_) => Err(Error::ConfigUntrusted {
+                path: file.clone(),
+                why: Untrusted::ChangedSinceStart,
+            }),
+        }
+    }
+
+    fn trust_error(&self, source: std::io::Error) -> Error {
+        Error::Directory {
+            what: "trust record of the config file",
+            path: self.state_dir.join("trusted"),
+            source,
+        }
     }
 
     pub fn sandbox(&self) -> SandboxMode {
@@ -194,11 +248,11 @@ impl ConfigBuilder {
             },
             Source::Text(text) => (None, text),
         };
+        let config_text = config_file.as_ref().map(|_| text.clone());
         let shown = config_file
             .clone()
             .unwrap_or_else(|| PathBuf::from("<config>"));
         let parsed = file::parse(&text).map_err(|e| e.at(&shown))?;
-        let policy_hash = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(text.as_bytes()));
         let policy = Policy::compile(parsed.rules).map_err(|e| Error::Config {
             path: shown.clone(),
             line: e.line,
@@ -245,10 +299,11 @@ impl ConfigBuilder {
             workspace,
             state_dir,
             config_file,
+            config_text,
             sandbox: self.sandbox,
             limits: parsed.limits,
+            policy_hash: policy.fingerprint(),
             policy,
-            policy_hash,
             approval_ttl: parsed.approval_ttl,
             redact_keys: parsed.redact_keys,
             audit_durability: parsed.audit_durability,

@@ -121,6 +121,21 @@ impl Policy {
         Ok(Policy { rules })
     }
 
+    /// SHA-256 over the compiled rules, in an order of their own: what an
+    /// approval is bound to. Editing a comment, the layout or the order of
+    /// the rules leaves it as it is; changing what any rule matches or
+    /// decides changes it.
+    pub fn fingerprint(&self) -> String {
+        let mut rules: Vec<String> = self.rules.iter().map(Rule::fingerprint).collect();
+        rules.sort();
+        let mut hasher = <sha2::Sha256 as sha2::Digest>::new();
+        for rule in &rules {
+            sha2::Digest::update(&mut hasher, rule.as_bytes());
+            sha2::Digest::update(&mut hasher, b"\n");
+        }
+        hex::encode(sha2::Digest::finalize(hasher))
+    }
+
     /// How many rules the policy has.
     pub fn rule_count(&self) -> usize {
         self.rules.len()

@@ -400,6 +400,35 @@ impl Rule {
             && a.when == b.when
     }
 
+    /// What the rule matches and decides, as canonical JSON: neither its
+    /// line nor the file's comments and layout are part of it.
+    pub(super) fn fingerprint(&self) -> String {
+        fn pattern(p: &ArgPattern) -> Value {
+            match p {
+                ArgPattern::Glob(glob) => serde_json::json!({ "glob": glob }),
+                ArgPattern::Exact(value) => serde_json::json!({ "exact": value }),
+                ArgPattern::Not(inner) => serde_json::json!({ "not": pattern(inner) }),
+            }
+        }
+        let d = &self.def;
+        let when: serde_json::Map<String, Value> = d
+            .when
+            .iter()
+            .map(|(pointer, p)| (pointer.clone(), pattern(p)))
+            .collect();
+        serde_json::json!({
+            "tools": sorted(&d.tools),
+            "plugin": sorted(&d.plugin),
+            "risk": sorted(&d.risk),
+            "effects": sorted(&d.effects),
+            "filesystem": sorted(&d.filesystem),
+            "when": when,
+            "decision": d.verdict,
+            "reason": d.reason,
+        })
+        .to_string()
+    }
+
     /// The rule as the user wrote it, for messages and the audit log;
     /// shared with every decision it makes.
     pub(super) fn describe(&self) -> Arc<str> {

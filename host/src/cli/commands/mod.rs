@@ -10,4 +10,5 @@ pub mod new;
 pub mod policy;
 pub mod schemas;
 pub mod serve;
+pub mod trust;
 pub mod turn;
