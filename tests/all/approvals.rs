@@ -277,31 +277,9 @@ fn racing_processes_consume_one_approval_exactly_once() {
     assert_eq!(consumed, 1);
 }
 
-/// Runs `toolwarden ARGS` on a pseudo-terminal (util-linux `script`), typing
-/// `answer` at the prompt.
+/// Runs `toolwarden ARGS` on a pseudo-terminal, typing `answer` at the prompt.
 fn on_a_terminal(t: &TestHost, args: &str, answer: &str) -> (i32, String) {
-    use std::io::Write;
-    let command = format!("{} {args}", crate::harness::binary().display());
-    let mut child = t
-        .command("script")
-        .args(["-qec", &command, "/dev/null"])
-        .env("TERM", "dumb")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("util-linux `script` (Debian package bsdutils)");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(answer.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).replace('\r', ""),
-    )
+    crate::harness::on_a_terminal(t.command("script"), args, answer)
 }
 
 #[test]

@@ -260,3 +260,30 @@ pub fn assert_still_serves(host: &Controller) {
     assert_eq!(ok.status, Status::Ok, "the host stopped serving: {ok:#?}");
     assert_eq!(ok.value, Some(serde_json::json!({"result": 42})));
 }
+
+/// Runs `toolwarden ARGS` through `script` (util-linux), the command with
+/// the environment it should have, on a pseudo-terminal, typing `answer`
+/// at the prompt: (exit code, everything the terminal showed).
+pub fn on_a_terminal(mut script: Command, args: &str, answer: &str) -> (i32, String) {
+    use std::io::Write;
+    let command = format!("{} {args}", binary().display());
+    let mut child = script
+        .args(["-qec", &command, "/dev/null"])
+        .env("TERM", "dumb")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` (Debian package bsdutils)");
+    child
+        .stdin
+        .take()
+        .expect("piped stdin")
+        .write_all(answer.as_bytes())
+        .expect("type the answer");
+    let out = child.wait_with_output().expect("wait for script");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).replace('\r', ""),
+    )
+}

@@ -20,15 +20,20 @@ const EVERYTHING: &str =
 
 /// The CLI on `t`'s directories, without the harness's own trusting.
 fn cli(t: &TestHost) -> Command {
-    let mut cmd = Command::new(binary());
-    cmd.env("TOOLWARDEN_PLUGINS", &t.plugins)
+    on(t, Command::new(binary()))
+}
+
+/// `program` with `t`'s directories in its environment and no trust flag.
+fn on(t: &TestHost, mut program: Command) -> Command {
+    program
+        .env("TOOLWARDEN_PLUGINS", &t.plugins)
         .env("TOOLWARDEN_WORKSPACE", &t.workspace)
         .env("TOOLWARDEN_STATE", &t.state)
         .env("TOOLWARDEN_SANDBOX", "workspace-write")
         .env_remove("TOOLWARDEN_CONFIG")
         .env_remove("TOOLWARDEN_TRUST_CONFIG")
         .env_remove("TOOLWARDEN_LOG");
-    cmd
+    program
 }
 
 fn host() -> TestHost {
@@ -122,36 +127,10 @@ fn a_running_host_loads_no_plugins_once_its_config_changed() {
     );
 }
 
-/// `call` at a terminal, answering `answer` to whatever it asks.
+/// `call` at a terminal, with no trust flag, answering `answer`.
 fn on_a_terminal(t: &TestHost, answer: &str) -> (i32, String) {
-    use std::io::Write;
-    let command = format!("{} call calc '{}'", binary().display(), ADD[2]);
-    let mut script = Command::new("script");
-    script
-        .args(["-qec", &command, "/dev/null"])
-        .env("TOOLWARDEN_PLUGINS", &t.plugins)
-        .env("TOOLWARDEN_WORKSPACE", &t.workspace)
-        .env("TOOLWARDEN_STATE", &t.state)
-        .env_remove("TOOLWARDEN_CONFIG")
-        .env_remove("TOOLWARDEN_TRUST_CONFIG")
-        .env("TERM", "dumb")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut running = script
-        .spawn()
-        .expect("util-linux `script` (Debian package bsdutils)");
-    running
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(answer.as_bytes())
-        .unwrap();
-    let out = running.wait_with_output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).replace('\r', ""),
-    )
+    let args = format!("call calc '{}'", ADD[2]);
+    crate::harness::on_a_terminal(on(t, Command::new("script")), &args, answer)
 }
 
 #[test]
