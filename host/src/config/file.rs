@@ -99,6 +99,8 @@ struct SchedulerTable {
 struct McpTable {
     #[serde(default)]
     list_denied: bool,
+    max_sessions: Option<u64>,
+    session_idle_seconds: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -138,6 +140,7 @@ pub(super) struct Parsed {
     pub audit_durability: Durability,
     pub budget: Budget,
     pub mcp_list_denied: bool,
+    pub mcp_sessions: super::McpSessions,
     pub max_parallel: usize,
 }
 
@@ -178,7 +181,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         message: e.message().to_owned(),
         hint: "see the config format in the README: `[limits]` takes timeout_ms, fuel, \
                memory_mb, max_output_kb, max_instances, max_tools_per_plugin, max_description_kb, max_schema_kb; `[approvals]` ttl_seconds; `[audit]` redact_keys, durability; `[budget]` max_calls, \
-               max_calls_per_tool, max_run_ms, max_calls_per_turn, allow_duplicate_calls; `[mcp]` list_denied; \
+               max_calls_per_tool, max_run_ms, max_calls_per_turn, allow_duplicate_calls; `[mcp]` list_denied, max_sessions, session_idle_seconds; \
                `[scheduler]` max_parallel; each \
                `[[rule]]` takes tools, plugin, risk, effects, filesystem, when, decision, reason"
             .into(),
@@ -294,7 +297,36 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
             })? as usize
         }
     };
-    let mcp_list_denied = file.mcp.is_some_and(|m| m.list_denied);
+    let mcp_list_denied = file.mcp.as_ref().is_some_and(|m| m.list_denied);
+    let defaults = super::McpSessions::default();
+    let mcp_sessions = match file.mcp {
+        None => defaults,
+        Some(table) => {
+            let fail = |message: String| FileError {
+                line: None,
+                message: message.replace("limits.", "mcp."),
+                hint: "choose a value inside the allowed range".into(),
+            };
+            super::McpSessions {
+                max: bounded(
+                    "max_sessions",
+                    table.max_sessions,
+                    defaults.max as u64,
+                    super::MAX_MCP_SESSIONS,
+                )
+                .map_err(fail)? as usize,
+                idle: Duration::from_secs(
+                    bounded(
+                        "session_idle_seconds",
+                        table.session_idle_seconds,
+                        defaults.idle.as_secs(),
+                        super::MAX_SESSION_IDLE_SECONDS,
+                    )
+                    .map_err(fail)?,
+                ),
+            }
+        }
+    };
     Ok(Parsed {
         limits,
         rules,
@@ -303,6 +335,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         audit_durability,
         budget,
         mcp_list_denied,
+        mcp_sessions,
         max_parallel,
     })
 }
@@ -418,6 +451,25 @@ mod tests {
         let e = err("\n[limits]\nmemory_mb = 0\n");
         assert_eq!(e.line, Some(2));
         assert!(e.message.contains("memory_mb"));
+    }
+
+    #[test]
+    fn mcp_sessions_are_bounded_by_default_and_cannot_be_unbounded() {
+        let parsed = parse("").unwrap_or_else(|e| panic!("{}", e.message));
+        assert_eq!(parsed.mcp_sessions, crate::config::McpSessions::default());
+        assert_eq!(parsed.mcp_sessions.max, 256);
+        let parsed = parse("[mcp]\nmax_sessions = 8\nsession_idle_seconds = 2\n")
+            .unwrap_or_else(|e| panic!("{}", e.message));
+        assert_eq!(parsed.mcp_sessions.max, 8);
+        assert_eq!(parsed.mcp_sessions.idle, Duration::from_secs(2));
+        for bad in [
+            "max_sessions = 0",
+            "session_idle_seconds = 0",
+            "max_sessions = 1000000",
+        ] {
+            let e = err(&format!("[mcp]\n{bad}\n"));
+            assert!(e.message.contains("mcp."), "{bad}: {}", e.message);
+        }
     }
 
     #[test]

@@ -57,6 +57,30 @@ impl FromStr for SandboxMode {
     }
 }
 
+/// MCP sessions over HTTP one server keeps open at most, and how long one
+/// may sit idle before it is closed. An idle session costs memory (see
+/// the README); without these, a client that opens sessions and never
+/// closes them grows the server without end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct McpSessions {
+    pub max: usize,
+    pub idle: std::time::Duration,
+}
+
+pub const DEFAULT_MAX_MCP_SESSIONS: usize = 256;
+pub const DEFAULT_SESSION_IDLE_SECONDS: u64 = 300;
+pub(crate) const MAX_MCP_SESSIONS: u64 = 100_000;
+pub(crate) const MAX_SESSION_IDLE_SECONDS: u64 = 86_400;
+
+impl Default for McpSessions {
+    fn default() -> Self {
+        McpSessions {
+            max: DEFAULT_MAX_MCP_SESSIONS,
+            idle: std::time::Duration::from_secs(DEFAULT_SESSION_IDLE_SECONDS),
+        }
+    }
+}
+
 /// Everything a host needs, resolved and checked.
 #[derive(Debug)]
 pub struct Config {
@@ -78,6 +102,7 @@ pub struct Config {
     pub(crate) audit_durability: crate::audit::Durability,
     pub(crate) budget: crate::guards::Budget,
     pub(crate) mcp_list_denied: bool,
+    pub(crate) mcp_sessions: McpSessions,
     /// Parallel-safe calls of one turn that may run at once.
     pub(crate) max_parallel: usize,
 }
@@ -153,6 +178,12 @@ impl Config {
 
     pub fn limits(&self) -> &Limits {
         &self.limits
+    }
+
+    /// How many MCP sessions over HTTP may be open, and how long one may
+    /// sit idle (`[mcp] max_sessions`, `session_idle_seconds`).
+    pub fn mcp_sessions(&self) -> McpSessions {
+        self.mcp_sessions
     }
 
     /// Whether MCP `tools/list` also shows tools the policy always denies.
@@ -309,6 +340,7 @@ impl ConfigBuilder {
             audit_durability: parsed.audit_durability,
             budget: parsed.budget,
             mcp_list_denied: parsed.mcp_list_denied,
+            mcp_sessions: parsed.mcp_sessions,
             max_parallel: parsed.max_parallel,
         })
     }

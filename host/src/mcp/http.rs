@@ -5,7 +5,11 @@
 //! header must name an allowed host (rmcp checks it: a DNS-rebinding
 //! defence), and when a token is configured every request needs
 //! `Authorization: Bearer <token>`. Listening beyond loopback without a
-//! token is refused unless the operator says `--insecure-no-auth`.
+//! token is refused unless the operator says `--insecure-no-auth`. Open
+//! sessions are capped (`[mcp] max_sessions`: an `initialize` over the cap
+//! gets 503 and opens nothing) and idle ones closed
+//! (`session_idle_seconds`), so clients that never close cannot grow the
+//! server without end.
 
 use super::{Server, watch};
 use crate::controller::Controller;
@@ -77,8 +81,54 @@ async fn require_token(token: Arc<String>, request: Request, next: Next) -> Resp
     }
 }
 
+/// Refuses a request that would open a session once `max` are open. Only a
+/// request without a session id can open one, and it is looked into (its
+/// body read) only when the server is full, so calls pay nothing for it.
+async fn refuse_over_cap(
+    manager: Arc<LocalSessionManager>,
+    max: usize,
+    request: Request,
+    next: Next,
+) -> Response {
+    if request.headers().contains_key("mcp-session-id")
+        || request.method() != axum::http::Method::POST
+        || manager.sessions.read().await.len() < max
+    {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_PEEKED_BODY).await else {
+        return (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "toolwarden: request too large\n",
+        )
+            .into_response();
+    };
+    let opens_a_session = serde_json::from_slice::<serde_json::Value>(&bytes)
+        .is_ok_and(|message| message["method"] == "initialize");
+    if opens_a_session {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::RETRY_AFTER, "5")],
+            format!(
+                "toolwarden: this server has {max} MCP sessions open, its limit \
+                 (`[mcp] max_sessions`); close one (HTTP DELETE with its Mcp-Session-Id) or wait \
+                 for idle ones to expire (`[mcp] session_idle_seconds`)\n"
+            ),
+        )
+            .into_response();
+    }
+    next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+        .await
+}
+
+/// Largest body read to tell an `initialize` from a stateless request when
+/// the server is full; the arguments' own bound.
+const MAX_PEEKED_BODY: usize = crate::call::MAX_ARGS_BYTES + (64 << 10);
+
 /// Serves until the process is stopped.
 pub async fn serve(host: Arc<Controller>, options: HttpOptions) -> Result<(), String> {
+    let limits = host.config().mcp_sessions();
     let peers = watch::Peers::default();
     let watcher = tokio::spawn(watch::watch(Arc::clone(&host), Arc::clone(&peers)));
     let mut config = StreamableHttpServerConfig::default();
@@ -96,9 +146,18 @@ pub async fn serve(host: Arc<Controller>, options: HttpOptions) -> Result<(), St
             calls.clone(),
         ))
     };
-    let service =
-        StreamableHttpService::new(factory, LocalSessionManager::default().into(), config);
-    let mut router = axum::Router::new().nest_service("/mcp", service);
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = Some(limits.idle);
+    let manager = Arc::new(manager);
+    let service = StreamableHttpService::new(factory, Arc::clone(&manager), config);
+    let mut router =
+        axum::Router::new()
+            .nest_service("/mcp", service)
+            .layer(axum::middleware::from_fn(
+                move |request: Request, next: Next| {
+                    refuse_over_cap(Arc::clone(&manager), limits.max, request, next)
+                },
+            ));
     if let Some(token) = options.token {
         let token = Arc::new(token);
         router = router.layer(axum::middleware::from_fn(
