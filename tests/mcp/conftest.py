@@ -4,10 +4,13 @@ Each test gets a fresh workspace, plugins directory and state directory, the
 plugins built by `cargo test` (target/wasm/...), and the release binary.
 """
 
+import contextlib
 import json
 import os
 import shutil
+import socket
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -81,3 +84,31 @@ class Host:
 @pytest.fixture
 def host(tmp_path) -> Host:
     return Host(tmp_path)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def http_serve(env: dict, *args: str):
+    """`toolwarden serve --http` on a free loopback port, until the block ends:
+    yields the process and the `/mcp` URL once it accepts connections."""
+    port = free_port()
+    proc = subprocess.Popen([str(BINARY), "serve", "--http", f"127.0.0.1:{port}", *args],
+                            env=env, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read().decode()
+                time.sleep(0.05)
+        yield proc, f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -1,8 +1,6 @@
 """`toolwarden serve --http` (Streamable HTTP at /mcp), driven by the official SDK."""
 
 import json
-import socket
-import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -12,40 +10,19 @@ from mcp import ClientSession, types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from conftest import BINARY
+from conftest import http_serve
 
 pytestmark = pytest.mark.anyio
 
 TOKEN = "test-token-0123456789abcdef"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def http_server(host, tmp_path):
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n")
-    port = free_port()
-    proc = subprocess.Popen(
-        [str(BINARY), "serve", "--http", f"127.0.0.1:{port}", "--token-file", str(token_file)],
-        env=host.env(),
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            assert proc.poll() is None, proc.stderr.read().decode()
-            time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}/mcp"
-    proc.terminate()
-    proc.wait(timeout=10)
+    with http_serve(host.env(), "--token-file", str(token_file)) as (_, url):
+        yield url
 
 
 def post(url: str, headers: dict) -> int:

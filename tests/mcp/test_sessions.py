@@ -2,17 +2,13 @@
 expire, so a client that opens thousands and never closes them cannot
 exhaust the server's memory."""
 
-import socket
-import subprocess
-import time
-
 import anyio
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from conftest import BINARY, POLICY
-from test_http import free_port, post
+from conftest import POLICY, http_serve
+from test_http import post
 
 pytestmark = pytest.mark.anyio
 
@@ -32,20 +28,8 @@ def rss_kib(pid: int) -> int:
 def capped_server(host):
     (host.workspace / "toolwarden.toml").write_text(
         f"[mcp]\nmax_sessions = {CAP}\nsession_idle_seconds = {IDLE_SECONDS}\n{POLICY}")
-    port = free_port()
-    proc = subprocess.Popen([str(BINARY), "serve", "--http", f"127.0.0.1:{port}"],
-                            env=host.env(), stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            assert proc.poll() is None, proc.stderr.read().decode()
-            time.sleep(0.05)
-    yield proc, f"http://127.0.0.1:{port}/mcp"
-    proc.terminate()
-    proc.wait(timeout=10)
+    with http_serve(host.env()) as served:
+        yield served
 
 
 async def test_sessions_over_the_cap_are_refused_and_idle_ones_expire(capped_server):
