@@ -366,6 +366,16 @@ fn bounded(key: &str, value: Option<u64>, default: u64, max: u64) -> Result<u64,
     }
 }
 
+/// A size written in KiB, bounded like [`bounded`], in bytes.
+fn bounded_kb(
+    key: &str,
+    value: Option<u64>,
+    default_bytes: usize,
+    max_kb: u64,
+) -> Result<usize, String> {
+    Ok((bounded(key, value, (default_bytes >> 10) as u64, max_kb)? << 10) as usize)
+}
+
 fn limits(table: LimitsTable) -> Result<Limits, String> {
     let d = Limits::default();
     Ok(Limits {
@@ -382,12 +392,12 @@ fn limits(table: LimitsTable) -> Result<Limits, String> {
             d.memory_bytes >> 20,
             MAX_MEMORY_MB,
         )? << 20,
-        max_output_bytes: (bounded(
+        max_output_bytes: bounded_kb(
             "max_output_kb",
             table.max_output_kb,
-            (d.max_output_bytes >> 10) as u64,
+            d.max_output_bytes,
             MAX_OUTPUT_KB,
-        )? << 10) as usize,
+        )?,
         max_instances: bounded(
             "max_instances",
             table.max_instances,
@@ -400,18 +410,18 @@ fn limits(table: LimitsTable) -> Result<Limits, String> {
             d.max_tools_per_plugin as u64,
             MAX_TOOLS_PER_PLUGIN,
         )? as usize,
-        max_description_bytes: (bounded(
+        max_description_bytes: bounded_kb(
             "max_description_kb",
             table.max_description_kb,
-            (d.max_description_bytes >> 10) as u64,
+            d.max_description_bytes,
             MAX_DESCRIPTION_KB,
-        )? << 10) as usize,
-        max_schema_bytes: (bounded(
+        )?,
+        max_schema_bytes: bounded_kb(
             "max_schema_kb",
             table.max_schema_kb,
-            (d.max_schema_bytes >> 10) as u64,
+            d.max_schema_bytes,
             MAX_SCHEMA_KB,
-        )? << 10) as usize,
+        )?,
     })
 }
 
