@@ -41,6 +41,7 @@ mod mcp;
 mod outcome;
 mod output;
 mod policy;
+mod private_file;
 mod records;
 mod registry;
 mod sandbox;

@@ -16,7 +16,6 @@ pub use limits::Limits;
 
 use crate::error::{Error, Untrusted};
 use crate::policy::Policy;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
@@ -299,15 +298,11 @@ impl ConfigBuilder {
             Some(dir) => dir,
             None => state_home()?,
         };
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&state_dir)
-            .map_err(|source| Error::Directory {
-                what: "state directory",
-                path: state_dir.clone(),
-                source,
-            })?;
+        crate::private_file::create_dir(&state_dir).map_err(|source| Error::Directory {
+            what: "state directory",
+            path: state_dir.clone(),
+            source,
+        })?;
         let state_dir = canonical_dir("state directory", &state_dir)?;
         private::state_dir(&state_dir)?;
         private::not_shared("plugins directory", &plugins_dir)?;

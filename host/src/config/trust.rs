@@ -12,8 +12,7 @@
 //! trusted file, and how a person is asked, is the CLI's business.
 
 use sha2::{Digest, Sha256};
-use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::io;
 use std::path::{Path, PathBuf};
 
 /// Where a config file stands with its trust record.
@@ -72,24 +71,14 @@ pub fn standing(state_dir: &Path, file: &Path, text: &str) -> io::Result<Standin
 /// Records `text`, read from `file`, as trusted.
 pub fn trust(state_dir: &Path, file: &Path, text: &str) -> io::Result<()> {
     let target = record_path(state_dir, file);
-    let dir = state_dir.join("trusted");
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dir)?;
+    crate::private_file::create_dir(&state_dir.join("trusted"))?;
     let record = Record {
         path: std::fs::canonicalize(file).unwrap_or_else(|_| file.to_owned()),
         sha256: sha256(text),
         text: text.to_owned(),
     };
-    let temporary = dir.join(format!(".{}.tmp", uuid::Uuid::now_v7()));
-    std::fs::OpenOptions::new()
-        .mode(0o600)
-        .write(true)
-        .create_new(true)
-        .open(&temporary)?
-        .write_all(&serde_json::to_vec_pretty(&record).map_err(io::Error::other)?)?;
-    std::fs::rename(&temporary, target)
+    let bytes = serde_json::to_vec_pretty(&record).map_err(io::Error::other)?;
+    crate::private_file::replace(&target, &bytes)
 }
 
 #[cfg(test)]

@@ -24,7 +24,6 @@
 
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use wasmtime::Engine;
 use wasmtime::component::Component;
@@ -45,12 +44,6 @@ pub(super) struct Cache {
     engine_key: String,
     /// `None`: no key could be read or made, so nothing is cached.
     key: Option<[u8; KEY_LEN]>,
-}
-
-fn private_file() -> std::fs::OpenOptions {
-    let mut options = std::fs::OpenOptions::new();
-    options.mode(0o600);
-    options
 }
 
 /// The key in `state_dir`, made on first use. Two processes starting at
@@ -75,7 +68,11 @@ fn load_key(state_dir: &Path) -> io::Result<[u8; KEY_LEN]> {
         }
         let mut key = [0u8; KEY_LEN];
         getrandom::fill(&mut key).map_err(io::Error::other)?;
-        match private_file().write(true).create_new(true).open(&path) {
+        match crate::private_file::options()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
             Ok(mut file) => {
                 file.write_all(&key)?;
                 file.sync_all()?;
@@ -173,18 +170,8 @@ impl Cache {
         let mac = blake3::keyed_hash(key, &data);
         data.extend_from_slice(mac.as_bytes());
         data.extend_from_slice(FORMAT_TAG);
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.dir)?;
-        let target = self.entry(wasm_sha256);
-        let tmp = tmp_name(&target);
-        private_file()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?
-            .write_all(&data)?;
-        std::fs::rename(&tmp, &target)?;
+        crate::private_file::create_dir(&self.dir)?;
+        crate::private_file::replace(&self.entry(wasm_sha256), &data)?;
         // The entries this one supersedes, if an earlier version left them:
         // they would never be read again.
         for old in self.superseded(wasm_sha256) {
@@ -229,10 +216,4 @@ fn verify(mut file: File, key: &[u8; KEY_LEN]) -> Result<(), String> {
         );
     }
     Ok(())
-}
-
-fn tmp_name(target: &Path) -> PathBuf {
-    let mut name = target.as_os_str().to_owned();
-    name.push(format!(".{}.tmp", uuid::Uuid::now_v7()));
-    PathBuf::from(name)
 }

@@ -12,8 +12,7 @@
 
 use super::Store;
 use serde::{Deserialize, Serialize};
-use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io;
 use std::path::{Path, PathBuf};
 
 /// The head file's name inside the state directory.
@@ -26,12 +25,6 @@ const LOCK_FILE: &str = "audit.head.lock";
 pub struct Head {
     pub records: i64,
     pub hash: String,
-}
-
-fn private_file() -> std::fs::OpenOptions {
-    let mut options = std::fs::OpenOptions::new();
-    options.mode(0o600);
-    options
 }
 
 impl Store {
@@ -57,7 +50,7 @@ impl Store {
 
     /// Moves the head to `head` unless it already is there or beyond.
     pub(super) fn advance_head(&self, head: &Head) -> io::Result<()> {
-        let lock = private_file()
+        let lock = crate::private_file::options()
             .create(true)
             .truncate(false)
             .write(true)
@@ -68,16 +61,7 @@ impl Store {
         {
             return Ok(());
         }
-        let temporary = self
-            .state_dir()
-            .join(format!("{HEAD_FILE}.{}.tmp", std::process::id()));
-        let mut file = private_file()
-            .create(true)
-            .truncate(true)
-            .write(true)
-            .open(&temporary)?;
-        file.write_all(&serde_json::to_vec(head).map_err(io::Error::other)?)?;
-        drop(file);
-        std::fs::rename(&temporary, self.head_path())
+        let bytes = serde_json::to_vec(head).map_err(io::Error::other)?;
+        crate::private_file::replace(&self.head_path(), &bytes)
     }
 }

@@ -95,10 +95,9 @@ pub struct Store {
 /// created (and closed before SQLite opens it), and modes are changed by
 /// path.
 fn keep_private(db: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    use std::os::unix::fs::PermissionsExt;
     if std::fs::symlink_metadata(db).is_err() {
-        match std::fs::OpenOptions::new()
-            .mode(0o600)
+        match crate::private_file::options()
             .write(true)
             .create_new(true)
             .open(db)
