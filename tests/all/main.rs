@@ -14,6 +14,7 @@ mod fuzz;
 mod guards;
 mod hostile;
 mod limits;
+mod links;
 mod mcp;
 mod paths;
 mod pipeline;

@@ -16,6 +16,7 @@ mod bindings;
 mod cache;
 mod engine;
 mod host;
+mod links;
 mod run;
 mod state;
 mod teardown;
@@ -88,6 +89,7 @@ pub struct Sandbox {
     linker: Linker<CallState>,
     cache: cache::Cache,
     workspace: PathBuf,
+    link_root: links::LinkRoot,
     limits: Limits,
     /// One permit per call instance the pool holds (`limits.max_instances`).
     slots: Arc<tokio::sync::Semaphore>,
@@ -111,6 +113,7 @@ impl Sandbox {
         let engine = engine::engine(limits).map_err(engine_error)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(engine_error)?;
+        links::shadow(&mut linker).map_err(engine_error)?;
         bindings::toolwarden::tool::host::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
             .map_err(engine_error)?;
         let cache = cache::Cache::open(state_dir, engine::engine_key(&engine));
@@ -120,6 +123,7 @@ impl Sandbox {
             linker,
             cache,
             workspace: workspace.to_owned(),
+            link_root: links::LinkRoot::new(workspace),
             limits: limits.clone(),
             slots: Arc::new(tokio::sync::Semaphore::new(limits.max_instances as usize)),
             ticker,

@@ -120,6 +120,7 @@ fn new_store(
             refused_memory: false,
         },
         host,
+        links: (grant.fs == FsAccess::ReadWrite).then(|| sandbox.link_root.clone()),
     };
     let mut store = Store::new(&sandbox.engine, state);
     store.limiter(|s| &mut s.limiter);

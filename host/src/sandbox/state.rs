@@ -60,6 +60,9 @@ pub(super) struct CallState {
     pub table: ResourceTable,
     pub limiter: Limiter,
     pub host: HostState,
+    /// Set when the call may write the workspace: the symlinks it makes
+    /// are checked against it.
+    pub links: Option<super::links::LinkRoot>,
 }
 
 impl WasiView for CallState {

@@ -23,7 +23,7 @@
 //! This step never decides whether a call is allowed and never opens what
 //! a path names.
 
-mod resolve;
+pub(crate) mod resolve;
 
 use crate::call::Arguments;
 use crate::capability::FsAccess;
