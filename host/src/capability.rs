@@ -1,9 +1,44 @@
 //! What a call is granted: the policy computes a [`Grant`] and the sandbox
 //! turns it into preopens, in exactly one place. The default grants nothing.
+//! A plain value, like the session's [`SandboxMode`] that caps it.
 
-use crate::config::SandboxMode;
 use crate::spec::FsNeed;
 use serde::Serialize;
+use std::str::FromStr;
+
+/// The most a session lets tools do to the workspace. Tools get the lesser of
+/// what they declare and this.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SandboxMode {
+    /// Tools may read the workspace, never change it.
+    #[default]
+    ReadOnly,
+    /// Tools that declare `workspace-write` may change the workspace.
+    WorkspaceWrite,
+}
+
+impl SandboxMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxMode::ReadOnly => "read-only",
+            SandboxMode::WorkspaceWrite => "workspace-write",
+        }
+    }
+}
+
+impl FromStr for SandboxMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "read-only" => Ok(SandboxMode::ReadOnly),
+            "workspace-write" => Ok(SandboxMode::WorkspaceWrite),
+            other => Err(format!(
+                "unknown sandbox mode `{other}`; use `read-only` or `workspace-write`"
+            )),
+        }
+    }
+}
 
 /// Filesystem access to the workspace for one call.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

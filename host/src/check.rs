@@ -8,9 +8,9 @@
 //! matches none of the loaded tools (usually a typo).
 
 use crate::config::Config;
+use crate::engine::Engine;
 use crate::error::Error;
 use crate::registry::{Registry, Tool};
-use crate::sandbox::Sandbox;
 use serde::Serialize;
 use std::path::Path;
 use std::sync::Arc;
@@ -36,14 +36,14 @@ pub struct Report {
 /// Checks the plugin file or directory `target` (default: the configured
 /// plugins directory) against the config's policy.
 pub fn check(config: &Config, target: Option<&Path>) -> Result<Report, Error> {
-    let sandbox = Sandbox::new(&config.workspace, &config.state_dir, &config.limits)?;
+    let engine = Engine::new(&config.workspace, &config.state_dir, &config.limits)?;
     let target = target.unwrap_or(&config.plugins_dir);
     let whole_set = target.is_dir();
     let mut problems = Vec::new();
     let (plugins, tools): (usize, Vec<Arc<Tool>>) = if whole_set {
         // Reloading onto nothing: the first plugin to claim a name keeps it
         // and every later claim is reported, instead of stopping at the first.
-        let registry = Registry::reload(target, &sandbox, &Registry::default())?;
+        let registry = Registry::reload(target, &engine, &Registry::default())?;
         for failure in registry.failures() {
             problems.push(Problem {
                 place: failure.file.display().to_string(),
@@ -56,7 +56,7 @@ pub fn check(config: &Config, target: Option<&Path>) -> Result<Report, Error> {
             registry.tools().cloned().collect(),
         )
     } else {
-        match Registry::load_file(target, &sandbox) {
+        match Registry::load_file(target, &engine) {
             Ok((_, tools)) => (1, tools.into_iter().map(Arc::new).collect()),
             Err(error) => {
                 problems.push(Problem {

@@ -13,6 +13,7 @@ use crate::audit::{Event, Subject};
 use crate::call::Tracing;
 use crate::call::{Arguments, CallRequest};
 use crate::config::Config;
+use crate::engine::Engine;
 use crate::error::Error;
 use crate::guards::Guards;
 use crate::outcome::{CallError, CallResult, ErrorCode, Status, TraceStep};
@@ -22,8 +23,8 @@ use crate::records::Records;
 use crate::registry::{Plugin, Registry, Tool};
 use crate::sandbox::{RunContext, Sandbox};
 use crate::scheduler;
-use crate::schema;
 use crate::store::ExecutionRow;
+use crate::validation;
 use crate::workspace::{LocatedPath, Workspace};
 use futures::StreamExt;
 use std::path::Path;
@@ -106,8 +107,9 @@ impl Controller {
     /// duplicate tool name is an error.
     pub fn new(config: Config) -> Result<Controller, Error> {
         let records = Records::open(&config)?;
-        let sandbox = Sandbox::new(&config.workspace, &config.state_dir, &config.limits)?;
-        let registry = Registry::load(&config.plugins_dir, &sandbox)?;
+        let engine = Engine::new(&config.workspace, &config.state_dir, &config.limits)?;
+        let registry = Registry::load(&config.plugins_dir, &engine)?;
+        let sandbox = Sandbox::new(engine);
         let guards = Guards::new(config.sandbox, config.budget.clone(), records.store());
         let workspace = open_workspace(&config)?;
         Ok(Controller {
@@ -128,9 +130,9 @@ impl Controller {
 
     /// Loads one plugin file on its own, without the plugins directory.
     pub fn inspect(config: &Config, file: &Path) -> Result<Inspection, Error> {
-        let sandbox = Sandbox::new(&config.workspace, &config.state_dir, &config.limits)?;
+        let engine = Engine::new(&config.workspace, &config.state_dir, &config.limits)?;
         let (plugin, tools) =
-            Registry::load_file(file, &sandbox).map_err(|source| Error::Plugin {
+            Registry::load_file(file, &engine).map_err(|source| Error::Plugin {
                 file: file.to_owned(),
                 source,
             })?;
@@ -163,7 +165,7 @@ impl Controller {
         // host; it keeps serving what it has, and loads nothing new.
         self.config.still_as_started()?;
         let current = self.registry();
-        let next = Registry::reload(&self.config.plugins_dir, &self.sandbox, &current)?;
+        let next = Registry::reload(&self.config.plugins_dir, self.sandbox.engine(), &current)?;
         let changed = next.fingerprint() != current.fingerprint();
         for failure in next.failures() {
             tracing::warn!("{failure}");
@@ -365,7 +367,7 @@ impl Controller {
         let resolved = self.registry().resolve(&request.tool, args)?;
         trail.end(|| format!("plugin `{}`", resolved.tool().plugin.file_name()));
         trail.begin("validate");
-        let validated = schema::validate(resolved)?;
+        let validated = validation::validate(resolved)?;
         trail.end(|| "the arguments match the input schema".into());
         trail.begin("paths");
         let (located, _lease) = self.workspace.locate(validated).await?;
@@ -396,10 +398,13 @@ impl Controller {
         let (admitted, reservation) = self.guards.check(authorized, &request.session)?;
         trail.end(|| "sandbox mode, paths, budgets and duplicates: passed".into());
         trail.begin("approval");
-        let prepared = self
+        let mut noted = Vec::new();
+        let admission = self
             .records
             .approval_book()
-            .admit(admitted, request, &mut trail.events)?;
+            .admit(admitted, request, &mut noted);
+        trail.events.extend(noted.into_iter().map(Event::from));
+        let prepared = admission?;
         trail.end(|| {
             format!(
                 "cleared to run with filesystem {}",
@@ -459,7 +464,11 @@ fn open_workspace(config: &Config) -> Result<Workspace, Error> {
     if let Some(file) = &config.config_file {
         protected.push((file, "config file"));
     }
-    Workspace::open(&config.workspace, config.sandbox, &protected)
+    Ok(Workspace::open(
+        &config.workspace,
+        config.sandbox,
+        &protected,
+    )?)
 }
 
 /// What the path step found, for `call --trace`.

@@ -6,7 +6,8 @@
 //! author ([`PluginError`]), or us ([`Error::Engine`], a host bug or an
 //! unsupported machine).
 
-use crate::outcome::CallError;
+use crate::engine::PluginError;
+use crate::registry::RegistryError;
 use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
@@ -26,18 +27,8 @@ pub enum Error {
         hint: String,
     },
 
-    #[error("cannot read plugins directory `{}`: {source}", path.display())]
-    PluginsDir {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-
-    #[error("tool `{tool}` is declared by two plugins: `{}` and `{}`", first.display(), second.display())]
-    DuplicateTool {
-        tool: String,
-        first: PathBuf,
-        second: PathBuf,
-    },
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
 
     #[error("plugin `{}`: {source}", file.display())]
     Plugin { file: PathBuf, source: PluginError },
@@ -97,8 +88,7 @@ impl Error {
     pub fn code(&self) -> &'static str {
         match self {
             Error::ConfigRead { .. } | Error::Config { .. } => "CONFIG_INVALID",
-            Error::PluginsDir { .. } => "PLUGINS_DIR",
-            Error::DuplicateTool { .. } => "DUPLICATE_TOOL",
+            Error::Registry(e) => e.code(),
             Error::Plugin { .. } => "PLUGIN_INVALID",
             Error::Directory { .. } => "DIRECTORY",
             Error::StateInWorkspace { .. } => "STATE_IN_WORKSPACE",
@@ -122,15 +112,7 @@ impl Error {
                     .into()
             }
             Error::Config { hint, .. } => hint.clone(),
-            Error::PluginsDir { .. } => {
-                "pass an existing directory with `--plugins DIR` (or TOOLWARDEN_PLUGINS); \
-                 `make plugins` builds the examples into `target/plugins`"
-                    .into()
-            }
-            Error::DuplicateTool { tool, .. } => format!(
-                "rename `{tool}` in one plugin or remove one of the files: a tool name must \
-                 mean exactly one tool"
-            ),
+            Error::Registry(e) => e.hint(),
             Error::Plugin { source, .. } => source.hint(),
             Error::Directory { .. } => "check that the directory exists and is writable".into(),
             Error::StateInWorkspace { .. } => {
@@ -180,6 +162,22 @@ impl Error {
     }
 }
 
+impl From<crate::engine::EngineError> for Error {
+    fn from(e: crate::engine::EngineError) -> Error {
+        Error::Engine(e.0)
+    }
+}
+
+impl From<crate::workspace::Unopenable> for Error {
+    fn from(e: crate::workspace::Unopenable) -> Error {
+        Error::Directory {
+            what: "workspace",
+            path: e.path,
+            source: e.source,
+        }
+    }
+}
+
 /// Why a config file is not trusted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Untrusted {
@@ -198,73 +196,5 @@ impl std::fmt::Display for Untrusted {
             Untrusted::Changed => "it changed since it was trusted",
             Untrusted::ChangedSinceStart => "it changed since this host started",
         })
-    }
-}
-
-/// Why one plugin file could not be loaded. The other plugins still load.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum PluginError {
-    #[error("cannot read the file: {0}")]
-    Read(std::io::Error),
-
-    #[error("the file is {bytes} bytes; plugins may be at most {max} bytes")]
-    TooLarge { bytes: u64, max: u64 },
-
-    #[error("not a valid WebAssembly component: {0}")]
-    NotAComponent(String),
-
-    #[error("does not fit the `toolwarden:tool/plugin` world: {0}")]
-    WrongWorld(String),
-
-    #[error("`tools()` failed: {0}")]
-    Describe(CallError),
-
-    #[error("tool `{tool}`: {problem}")]
-    Spec { tool: String, problem: String },
-
-    #[error("declares {declared} tools; a plugin may declare at most {max} (`limits.{key}`)")]
-    TooManyTools {
-        declared: usize,
-        max: usize,
-        key: &'static str,
-    },
-
-    #[error("tool `{tool}` is already served by `{}`", other.display())]
-    Conflict { tool: String, other: PathBuf },
-}
-
-impl PluginError {
-    pub fn hint(&self) -> String {
-        match self {
-            PluginError::Read(_) => "check the file's permissions".into(),
-            PluginError::TooLarge { .. } => {
-                "strip debug info (`strip = true` in the profile)".into()
-            }
-            PluginError::NotAComponent(_) => {
-                "build the plugin with `cargo build --release --target wasm32-wasip2`; a core \
-                 module or a truncated file is not a component"
-                    .into()
-            }
-            PluginError::WrongWorld(_) => {
-                "build against `wit/tool.wit` (world `plugin`); a plugin may import only \
-                 `toolwarden:tool/host` and WASI interfaces"
-                    .into()
-            }
-            PluginError::Describe(_) => {
-                "`tools()` must return the specs without touching the filesystem; run \
-                 `toolwarden inspect FILE.wasm` to see the failure"
-                    .into()
-            }
-            PluginError::Spec { .. } => {
-                "fix the tool's spec; `wit/tool.wit` documents every field".into()
-            }
-            PluginError::TooManyTools { key, .. } => format!(
-                "split the plugin, or raise `{key}` in `[limits]` if the operator trusts it"
-            ),
-            PluginError::Conflict { tool, .. } => format!(
-                "rename `{tool}` in the new plugin, or remove the plugin that serves it first"
-            ),
-        }
     }
 }

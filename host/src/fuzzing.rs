@@ -4,9 +4,10 @@
 //! abort is a bug. Not part of the API.
 
 use crate::call::Arguments;
-use crate::config::{Limits, parse_policy};
+use crate::config::parse_policy;
+use crate::engine::Engine;
+use crate::limits::Limits;
 use crate::policy::Policy;
-use crate::sandbox::Sandbox;
 use crate::schema::Schema;
 use crate::spec::{Effect, Effects, FsNeed, Risk, ToolSpec};
 use serde_json::{Value, json};
@@ -124,11 +125,11 @@ pub fn arguments(data: &[u8]) {
 
 /// Plugin bytes through validation, compilation, linking and `tools()`.
 pub fn plugin(data: &[u8]) {
-    static SANDBOX: OnceLock<Option<Sandbox>> = OnceLock::new();
+    static SANDBOX: OnceLock<Option<Engine>> = OnceLock::new();
     let sandbox = SANDBOX.get_or_init(|| {
         let dir = std::env::temp_dir().join(format!("toolwarden-fuzz-{}", std::process::id()));
         std::fs::create_dir_all(dir.join("workspace")).ok()?;
-        Sandbox::new(&dir.join("workspace"), &dir, &Limits::default()).ok()
+        Engine::new(&dir.join("workspace"), &dir, &Limits::default()).ok()
     });
     let Some(sandbox) = sandbox else {
         return;

@@ -32,24 +32,29 @@ mod check;
 pub mod cli;
 mod config;
 mod controller;
+mod engine;
 mod error;
 mod export;
 #[doc(hidden)]
 pub mod fuzzing;
 mod guards;
+mod limits;
 mod mcp;
 mod outcome;
 mod output;
 mod policy;
 mod private_file;
+mod real_path;
 mod records;
 mod registry;
 mod sandbox;
 mod scheduler;
 mod schema;
+mod settings;
 mod spec;
 mod store;
 mod turn;
+mod validation;
 mod workspace;
 
 pub use approval::{Approval, DEFAULT_APPROVAL_TTL};
@@ -58,24 +63,26 @@ pub use call::{
     CallId, CallRequest, CancelToken, MAX_ARGS_BYTES, Progress, ProgressSink, RawArgs, SessionId,
     Tracing,
 };
-pub use capability::{FsAccess, Grant};
+pub use capability::{FsAccess, Grant, SandboxMode};
 pub use check::{Problem, Report};
-pub use config::{Config, ConfigBuilder, DEFAULT_CONFIG_FILE, Limits, SandboxMode};
+pub use config::{Config, ConfigBuilder, DEFAULT_CONFIG_FILE};
 pub use controller::{Controller, Inspection};
-pub use error::{Error, PluginError};
+pub use engine::PluginError;
+#[doc(hidden)]
+pub use engine::engine_config;
+pub use engine::{
+    EPOCH_TICK, GUEST_WORKSPACE, LOAD_INSTANCES, LOG_BUDGET_BYTES, MAX_HANDLES, MAX_WASM_STACK,
+    OUTPUT_PIPE_BYTES, Origin,
+};
+pub use error::Error;
 pub use export::{Format, Unexportable};
 pub use guards::MAX_RESIDENT_SESSIONS;
+pub use limits::Limits;
 pub use mcp::PLUGIN_POLL;
 pub use outcome::{CallError, CallResult, ErrorCode, Status, TraceStep};
 pub use policy::{Decision, Verdict};
 pub use records::Records;
 pub use registry::{LoadFailure, Plugin, Registry, Tool};
-#[doc(hidden)]
-pub use sandbox::engine_config;
-pub use sandbox::{
-    EPOCH_TICK, GUEST_WORKSPACE, LOAD_INSTANCES, LOG_BUDGET_BYTES, MAX_HANDLES, MAX_WASM_STACK,
-    OUTPUT_PIPE_BYTES, Origin,
-};
 pub use schema::{
     ANNOTATION_KEYWORDS, FORMATS, Schema, SchemaError, VALIDATION_KEYWORDS, Violation,
 };

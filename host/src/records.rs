@@ -62,11 +62,11 @@ impl Records {
 
     /// Every approval, newest first.
     pub fn approvals(&self) -> Result<Vec<Approval>, Error> {
-        self.approvals.list()
+        self.approvals.list().map_err(|e| self.state(e))
     }
 
     pub fn approval(&self, id: &str) -> Result<Option<Approval>, Error> {
-        self.approvals.get(id)
+        self.approvals.get(id).map_err(|e| self.state(e))
     }
 
     /// Approves or denies a pending approval and records the decision in the
@@ -78,7 +78,10 @@ impl Records {
         approve: bool,
         reason: Option<&str>,
     ) -> Result<Option<(Approval, bool)>, Error> {
-        let decided = self.approvals.decide(id, approve, reason)?;
+        let decided = self
+            .approvals
+            .decide(id, approve, reason)
+            .map_err(|e| self.state(e))?;
         if let Some((approval, true)) = &decided {
             let subject = Arc::new(Subject {
                 call_id: Arc::from(""),

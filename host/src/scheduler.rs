@@ -8,12 +8,40 @@
 
 use crate::call::CallRequest;
 use crate::registry::Registry;
+use crate::settings::{SettingError, bounded};
 use crate::spec::Effect;
+use serde::Deserialize;
 
 /// Calls that may overlap when their tools say they are parallel-safe,
 /// unless the config says otherwise (`[scheduler] max_parallel`).
 pub fn default_parallelism() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Most calls a turn may run at once, whatever the config says.
+const MAX_PARALLEL: u64 = 1024;
+
+/// The `[scheduler]` table as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SchedulerSection {
+    max_parallel: Option<u64>,
+}
+
+impl SchedulerSection {
+    pub const KEYS: &str = "max_parallel";
+
+    /// Calls of one turn that may overlap.
+    pub fn resolve(self) -> Result<usize, SettingError> {
+        let default = default_parallelism() as u64;
+        Ok(bounded(
+            "scheduler",
+            "max_parallel",
+            self.max_parallel,
+            default,
+            MAX_PARALLEL,
+        )? as usize)
+    }
 }
 
 /// Whether a call may run beside others. Missing metadata means no.

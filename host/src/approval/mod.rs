@@ -12,22 +12,46 @@
 //! and only when every binding matches this call as prepared and decided
 //! again now. Nothing is ever cached as a permanent allow.
 
-use crate::audit::Event;
 use crate::call::{Arguments, CallRequest};
 use crate::capability::Grant;
-use crate::error::Error;
 use crate::guards::AdmittedCall;
 use crate::outcome::{CallError, ErrorCode};
 use crate::policy::Verdict;
 use crate::registry::Tool;
-use crate::store::{ApprovalRow, ApprovalState, Binding, Consumed, Store, now_ms};
-use serde::Serialize;
+use crate::settings::{SettingError, bounded};
+use crate::store::{ApprovalRow, ApprovalState, Binding, Consumed, Store, StoreError, now_ms};
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// How long a pending or approved approval stays usable, unless the config
 /// says otherwise (`[approvals] ttl_seconds`).
 pub const DEFAULT_APPROVAL_TTL: Duration = Duration::from_secs(15 * 60);
+/// Longest approval lifetime a config may set: a day.
+const MAX_APPROVAL_TTL_SECONDS: u64 = 24 * 3600;
+
+/// The `[approvals]` table as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalsSection {
+    ttl_seconds: Option<u64>,
+}
+
+impl ApprovalsSection {
+    pub const KEYS: &str = "ttl_seconds";
+
+    /// How long an approval stays usable.
+    pub fn resolve(self) -> Result<Duration, SettingError> {
+        let seconds = bounded(
+            "approvals",
+            "ttl_seconds",
+            self.ttl_seconds,
+            DEFAULT_APPROVAL_TTL.as_secs(),
+            MAX_APPROVAL_TTL_SECONDS,
+        )?;
+        Ok(Duration::from_secs(seconds))
+    }
+}
 
 /// A call cleared to run: resolved, validated, allowed or approved, guarded,
 /// with its grant. Only [`Approvals::admit`] makes one, and running it
@@ -134,11 +158,16 @@ pub struct Approvals {
     policy_hash: String,
 }
 
-fn state_error(store: &Store, source: crate::store::StoreError) -> Error {
-    Error::State {
-        path: store.path().to_owned(),
-        source,
-    }
+/// What the approval step did to the approval book, for the audit log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ApprovalStep {
+    /// A new pending approval was recorded.
+    Asked {
+        approval_id: String,
+        expires_ms: i64,
+    },
+    /// The call used up this approval.
+    Consumed { approval_id: String },
 }
 
 /// Without a working approval book nobody can approve: fail closed.
@@ -176,7 +205,7 @@ impl Approvals {
         &self,
         call: AdmittedCall,
         request: &CallRequest,
-        events: &mut Vec<Event>,
+        noted: &mut Vec<ApprovalStep>,
     ) -> Result<PreparedCall, CallError> {
         let (validated, decision, grant) = call.into_authorized().into_parts();
         let (tool, args) = validated.into_resolved().into_parts();
@@ -221,7 +250,7 @@ impl Approvals {
                 Some(row) => return Err(pending(&row)),
                 None => {
                     self.store.insert_approval(&this_call).map_err(host_error)?;
-                    events.push(Event::ApprovalAsked {
+                    noted.push(ApprovalStep::Asked {
                         approval_id: this_call.id.clone(),
                         expires_ms: this_call.expires_ms,
                     });
@@ -237,7 +266,7 @@ impl Approvals {
             .map_err(host_error)?
         {
             Consumed::Now(_) => {
-                events.push(Event::ApprovalConsumed {
+                noted.push(ApprovalStep::Consumed {
                     approval_id: id.clone(),
                 });
                 Ok(PreparedCall { tool, args, grant })
@@ -284,22 +313,17 @@ impl Approvals {
     }
 
     /// Every approval, newest first.
-    pub fn list(&self) -> Result<Vec<Approval>, Error> {
+    pub fn list(&self) -> Result<Vec<Approval>, StoreError> {
         Ok(self
             .store
-            .approvals()
-            .map_err(|e| state_error(&self.store, e))?
+            .approvals()?
             .into_iter()
             .map(Approval::from)
             .collect())
     }
 
-    pub fn get(&self, id: &str) -> Result<Option<Approval>, Error> {
-        Ok(self
-            .store
-            .approval(id)
-            .map_err(|e| state_error(&self.store, e))?
-            .map(Approval::from))
+    pub fn get(&self, id: &str) -> Result<Option<Approval>, StoreError> {
+        Ok(self.store.approval(id)?.map(Approval::from))
     }
 
     /// Approves or denies a pending approval. Returns it as it is now, and
@@ -309,16 +333,13 @@ impl Approvals {
         id: &str,
         approve: bool,
         reason: Option<&str>,
-    ) -> Result<Option<(Approval, bool)>, Error> {
+    ) -> Result<Option<(Approval, bool)>, StoreError> {
         let state = if approve {
             ApprovalState::Approved
         } else {
             ApprovalState::Denied
         };
-        let row = self
-            .store
-            .decide_approval(id, state, reason, now_ms())
-            .map_err(|e| state_error(&self.store, e))?;
+        let row = self.store.decide_approval(id, state, reason, now_ms())?;
         Ok(row.map(|(row, changed)| (Approval::from(row), changed)))
     }
 }

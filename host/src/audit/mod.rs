@@ -15,10 +15,39 @@ pub use redact::{DEFAULT_REDACT_KEYS, Redactor};
 pub use writer::Durability;
 
 use crate::store::{AuditFilter, AuditRow, ExecutionRow, NewAuditRow, Store, StoreError};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
+
+/// The `[audit]` table as written.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditSection {
+    redact_keys: Option<Vec<String>>,
+    durability: Option<Durability>,
+}
+
+/// How the audit log records: which argument keys it redacts, and when an
+/// append is on disk.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuditSettings {
+    pub redact_keys: Vec<String>,
+    pub durability: Durability,
+}
+
+impl AuditSection {
+    pub const KEYS: &str = "redact_keys, durability";
+
+    pub fn resolve(self) -> AuditSettings {
+        AuditSettings {
+            redact_keys: self
+                .redact_keys
+                .unwrap_or_else(|| DEFAULT_REDACT_KEYS.iter().map(|k| k.to_string()).collect()),
+            durability: self.durability.unwrap_or_default(),
+        }
+    }
+}
 
 /// One thing that happened to a call.
 #[derive(Clone, Debug, Serialize)]
@@ -69,6 +98,22 @@ pub enum Event {
         output_bytes: usize,
         value: Option<Value>,
     },
+}
+
+impl From<crate::approval::ApprovalStep> for Event {
+    fn from(step: crate::approval::ApprovalStep) -> Event {
+        use crate::approval::ApprovalStep;
+        match step {
+            ApprovalStep::Asked {
+                approval_id,
+                expires_ms,
+            } => Event::ApprovalAsked {
+                approval_id,
+                expires_ms,
+            },
+            ApprovalStep::Consumed { approval_id } => Event::ApprovalConsumed { approval_id },
+        }
+    }
 }
 
 impl Event {

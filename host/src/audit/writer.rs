@@ -39,7 +39,8 @@ const NICENESS: i32 = 10;
 const BATCH_WINDOW: Duration = Duration::from_millis(2);
 
 /// When an audit append is on disk, relative to the call that made it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Durability {
     /// Each call waits for its records' commit (shared with whatever else is
     /// queued): nothing runs unless its trail is on disk.

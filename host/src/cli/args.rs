@@ -1,6 +1,6 @@
 //! What the user typed: clap types only, no behaviour.
 
-use crate::config::SandboxMode;
+use crate::capability::SandboxMode;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 

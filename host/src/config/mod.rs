@@ -6,55 +6,20 @@
 //! and checks rules that span settings. Nothing here runs a plugin.
 
 mod file;
-mod limits;
 mod private;
 mod trust;
 
 pub use trust::Standing;
 
-pub use limits::Limits;
+use crate::capability::SandboxMode;
+use crate::limits::Limits;
 
 use crate::error::{Error, Untrusted};
 use crate::policy::Policy;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
 /// The config file looked for in the workspace when none is named.
 pub const DEFAULT_CONFIG_FILE: &str = "toolwarden.toml";
-
-/// The most a session lets tools do to the workspace. Tools get the lesser of
-/// what they declare and this.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SandboxMode {
-    /// Tools may read the workspace, never change it.
-    #[default]
-    ReadOnly,
-    /// Tools that declare `workspace-write` may change the workspace.
-    WorkspaceWrite,
-}
-
-impl SandboxMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SandboxMode::ReadOnly => "read-only",
-            SandboxMode::WorkspaceWrite => "workspace-write",
-        }
-    }
-}
-
-impl FromStr for SandboxMode {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "read-only" => Ok(SandboxMode::ReadOnly),
-            "workspace-write" => Ok(SandboxMode::WorkspaceWrite),
-            other => Err(format!(
-                "unknown sandbox mode `{other}`; use `read-only` or `workspace-write`"
-            )),
-        }
-    }
-}
 
 /// MCP sessions over HTTP one server keeps open at most, and how long one
 /// may sit idle before it is closed. An idle session costs memory (see
@@ -331,8 +296,8 @@ impl ConfigBuilder {
             policy_hash: policy.fingerprint(),
             policy,
             approval_ttl: parsed.approval_ttl,
-            redact_keys: parsed.redact_keys,
-            audit_durability: parsed.audit_durability,
+            redact_keys: parsed.audit.redact_keys,
+            audit_durability: parsed.audit.durability,
             budget: parsed.budget,
             mcp_list_denied: parsed.mcp_list_denied,
             mcp_sessions: parsed.mcp_sessions,

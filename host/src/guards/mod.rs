@@ -17,10 +17,10 @@
 
 mod budget;
 
-pub use budget::{Budget, MAX_RESIDENT_SESSIONS, Reservation};
+pub use budget::{Budget, BudgetSection, MAX_RESIDENT_SESSIONS, Reservation};
 
 use crate::call::SessionId;
-use crate::config::SandboxMode;
+use crate::capability::SandboxMode;
 use crate::outcome::{CallError, ErrorCode};
 use crate::policy::AuthorizedCall;
 use crate::spec::FsNeed;

@@ -10,13 +10,15 @@
 
 mod rule;
 
-pub use rule::{ArgPattern, Miss, Rule, RuleDef, RuleMatch, Verdict};
+#[cfg(test)]
+pub use rule::ArgPattern;
+pub use rule::{Miss, Rule, RuleDef, RuleMatch, RuleSection, Verdict};
 
+use crate::capability::SandboxMode;
 use crate::capability::{FsAccess, Grant};
-use crate::config::SandboxMode;
 use crate::outcome::{CallError, ErrorCode};
-use crate::schema::ValidatedCall;
 use crate::spec::{Risk, ToolSpec};
+use crate::validation::ValidatedCall;
 use crate::workspace::{LocatedCall, LocatedPath};
 use serde::Serialize;
 use serde_json::Value;

@@ -1,8 +1,9 @@
 //! Reading plugin files and turning each into checked [`Tool`]s.
 
+use super::RegistryError;
 use super::{Plugin, Tool};
-use crate::error::{Error, PluginError};
-use crate::sandbox::Sandbox;
+use crate::engine::Engine;
+use crate::engine::PluginError;
 use crate::schema::Schema;
 use crate::spec::{ToolSpec, check_declaration};
 use sha2::{Digest, Sha256};
@@ -36,8 +37,8 @@ impl fmt::Display for LoadFailure {
 }
 
 /// `*.wasm` files in `dir`, sorted by name.
-pub(super) fn plugin_files(dir: &Path) -> Result<Vec<PathBuf>, Error> {
-    let entries = std::fs::read_dir(dir).map_err(|source| Error::PluginsDir {
+pub(super) fn plugin_files(dir: &Path) -> Result<Vec<PathBuf>, RegistryError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| RegistryError::PluginsDir {
         path: dir.to_owned(),
         source,
     })?;
@@ -52,7 +53,7 @@ pub(super) fn plugin_files(dir: &Path) -> Result<Vec<PathBuf>, Error> {
 
 /// Loads each file, compiling several at once: compilation dominates a cold
 /// start and is independent per file. Results keep the files' order.
-pub(super) fn load_all(files: &[PathBuf], sandbox: &Sandbox) -> Vec<Result<Loaded, LoadFailure>> {
+pub(super) fn load_all(files: &[PathBuf], engine: &Engine) -> Vec<Result<Loaded, LoadFailure>> {
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(files.len().max(1));
@@ -65,7 +66,7 @@ pub(super) fn load_all(files: &[PathBuf], sandbox: &Sandbox) -> Vec<Result<Loade
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(file) = files.get(i) else { break };
-                    let outcome = load_one(file, sandbox).map_err(|error| LoadFailure {
+                    let outcome = load_one(file, engine).map_err(|error| LoadFailure {
                         file: file.clone(),
                         error,
                     });
@@ -81,7 +82,7 @@ pub(super) fn load_all(files: &[PathBuf], sandbox: &Sandbox) -> Vec<Result<Loade
 
 pub(super) fn load_one(
     file: &Path,
-    sandbox: &Sandbox,
+    engine: &Engine,
 ) -> Result<(Arc<Plugin>, Vec<Tool>), PluginError> {
     let size = std::fs::metadata(file).map_err(PluginError::Read)?.len();
     if size > MAX_PLUGIN_BYTES {
@@ -92,8 +93,8 @@ pub(super) fn load_one(
     }
     let bytes = std::fs::read(file).map_err(PluginError::Read)?;
     let sha256 = hex::encode(Sha256::digest(&bytes));
-    let loaded = sandbox.load(&bytes, &sha256)?;
-    let specs = sandbox.describe(&loaded)?;
+    let loaded = engine.load(&bytes, &sha256)?;
+    let specs = engine.describe(&loaded)?;
     let plugin = Arc::new(Plugin::new(file, sha256, loaded));
     let mut tools = Vec::with_capacity(specs.len());
     let mut seen = std::collections::HashSet::new();

@@ -4,16 +4,16 @@
 //! Owns plugin identity (file, SHA-256) and the name -> tool map. A plugin
 //! that fails to load is reported and skipped; two plugins declaring the same
 //! name stop the host, since a name must never be ambiguous. It compiles and
-//! describes components through the sandbox and never runs a tool itself.
+//! describes components through the engine and never runs a tool itself.
 
 mod load;
 
 pub use load::LoadFailure;
 
 use crate::call::Arguments;
-use crate::error::{Error, PluginError};
+use crate::engine::PluginError;
+use crate::engine::{Engine, LoadedPlugin, Origin};
 use crate::outcome::{CallError, ErrorCode};
-use crate::sandbox::{LoadedPlugin, Origin, Sandbox};
 use crate::schema::Schema;
 use crate::spec::ToolSpec;
 use std::collections::BTreeMap;
@@ -67,6 +67,48 @@ pub struct Tool {
 }
 
 /// Every tool the host serves, by name.
+/// Why the plugins directory as a whole cannot be served. One plugin that
+/// does not load is a [`LoadFailure`] instead: the others still serve.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    #[error("cannot read plugins directory `{}`: {source}", path.display())]
+    PluginsDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+
+    #[error("tool `{tool}` is declared by two plugins: `{}` and `{}`", first.display(), second.display())]
+    DuplicateTool {
+        tool: String,
+        first: PathBuf,
+        second: PathBuf,
+    },
+}
+
+impl RegistryError {
+    /// Stable machine code. A released code never changes.
+    pub fn code(&self) -> &'static str {
+        match self {
+            RegistryError::PluginsDir { .. } => "PLUGINS_DIR",
+            RegistryError::DuplicateTool { .. } => "DUPLICATE_TOOL",
+        }
+    }
+
+    pub fn hint(&self) -> String {
+        match self {
+            RegistryError::PluginsDir { .. } => {
+                "pass an existing directory with `--plugins DIR` (or TOOLWARDEN_PLUGINS); \
+                 `make plugins` builds the examples into `target/plugins`"
+                    .into()
+            }
+            RegistryError::DuplicateTool { tool, .. } => format!(
+                "rename `{tool}` in one plugin or remove one of the files: a tool name must \
+                 mean exactly one tool"
+            ),
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct Registry {
     tools: BTreeMap<String, Arc<Tool>>,
@@ -76,10 +118,10 @@ pub struct Registry {
 
 impl Registry {
     /// Loads every `*.wasm` in `dir`, in name order.
-    pub fn load(dir: &Path, sandbox: &Sandbox) -> Result<Registry, Error> {
+    pub fn load(dir: &Path, engine: &Engine) -> Result<Registry, RegistryError> {
         let files = load::plugin_files(dir)?;
         let mut registry = Registry::default();
-        for outcome in load::load_all(&files, sandbox) {
+        for outcome in load::load_all(&files, engine) {
             match outcome {
                 Ok((plugin, tools)) => registry.add(plugin, tools)?,
                 Err(failure) => {
@@ -95,7 +137,11 @@ impl Registry {
     /// name clash does not stop anything: plugins that `previous` already
     /// served (same file, same bytes) keep their names, and a newcomer that
     /// claims one of them is rejected as a load failure.
-    pub fn reload(dir: &Path, sandbox: &Sandbox, previous: &Registry) -> Result<Registry, Error> {
+    pub fn reload(
+        dir: &Path,
+        engine: &Engine,
+        previous: &Registry,
+    ) -> Result<Registry, RegistryError> {
         let files = load::plugin_files(dir)?;
         let serving = |plugin: &Plugin| {
             previous
@@ -105,7 +151,7 @@ impl Registry {
         };
         let (mut kept, mut arriving) = (Vec::new(), Vec::new());
         let mut registry = Registry::default();
-        for outcome in load::load_all(&files, sandbox) {
+        for outcome in load::load_all(&files, engine) {
             match outcome {
                 Ok(loaded) if serving(&loaded.0) => kept.push(loaded),
                 Ok(loaded) => arriving.push(loaded),
@@ -145,15 +191,15 @@ impl Registry {
     /// Loads one plugin file on its own (for `inspect`).
     pub fn load_file(
         file: &Path,
-        sandbox: &Sandbox,
+        engine: &Engine,
     ) -> Result<(Arc<Plugin>, Vec<Tool>), PluginError> {
-        load::load_one(file, sandbox)
+        load::load_one(file, engine)
     }
 
-    fn add(&mut self, plugin: Arc<Plugin>, tools: Vec<Tool>) -> Result<(), Error> {
+    fn add(&mut self, plugin: Arc<Plugin>, tools: Vec<Tool>) -> Result<(), RegistryError> {
         for tool in tools {
             if let Some(existing) = self.tools.get(&tool.spec.name) {
-                return Err(Error::DuplicateTool {
+                return Err(RegistryError::DuplicateTool {
                     tool: tool.spec.name.clone(),
                     first: existing.plugin.file.clone(),
                     second: plugin.file.clone(),

@@ -12,7 +12,7 @@
 //! so a client that sends request after request without pause does not hold
 //! pool slots away from its own calls.
 
-use super::state::CallState;
+use crate::engine::CallState;
 use std::cell::RefCell;
 use tokio::sync::OwnedSemaphorePermit;
 use wasmtime::Store;
@@ -31,7 +31,7 @@ impl Teardown {
     /// since its last copy going is what tells the MCP server that every
     /// report is out and the answer may follow.
     pub fn new(mut store: Store<CallState>, slot: OwnedSemaphorePermit) -> Teardown {
-        store.data_mut().host.progress = None;
+        store.data_mut().forget_caller();
         Teardown {
             _store: store,
             _slot: slot,

@@ -1,18 +1,17 @@
-//! Argument and output validation against a tool's schemas.
+//! JSON Schemas as toolwarden enforces them: the subset it accepts and how
+//! a value is checked against one.
 //!
 //! Owns the enforced JSON Schema subset: [`Schema::compile`] runs once per
 //! tool when its plugin loads and refuses any keyword it would not enforce;
-//! [`validate`] is the pipeline step `ResolvedCall -> ValidatedCall`. It
-//! never decides whether a call is allowed, only whether it is well-formed.
+//! [`Schema::violations`] checks a value. A plain library below the steps:
+//! it knows nothing of calls or tools ([`crate::validation`] applies a
+//! tool's schema to a call), and never decides whether a call is allowed.
 
 mod compile;
 mod validate;
 
 pub use compile::{ANNOTATION_KEYWORDS, FORMATS, VALIDATION_KEYWORDS};
 
-use crate::call::Arguments;
-use crate::outcome::{CallError, ErrorCode};
-use crate::registry::ResolvedCall;
 use serde_json::Value;
 use std::fmt;
 
@@ -120,49 +119,6 @@ pub fn describe(what: &str, violations: &[Violation]) -> String {
         text.push_str(&format!("; and {more} more"));
     }
     text
-}
-
-/// A call whose arguments match the tool's input schema. Only [`validate`]
-/// makes one.
-#[derive(Debug)]
-pub struct ValidatedCall {
-    resolved: ResolvedCall,
-}
-
-impl ValidatedCall {
-    pub fn resolved(&self) -> &ResolvedCall {
-        &self.resolved
-    }
-
-    pub(crate) fn into_resolved(self) -> ResolvedCall {
-        self.resolved
-    }
-
-    /// The same call with arguments a later step derived from these (the
-    /// path step's resolved paths), validated again: what the plugin
-    /// receives must match the schema, whatever rewrote it.
-    pub(crate) fn with_args(self, args: Arguments) -> Result<ValidatedCall, CallError> {
-        validate(self.resolved.with_args(args)).map_err(|mut error| {
-            error.message = format!(
-                "once its paths are resolved, the call breaks the input schema: {}",
-                error.message
-            );
-            error
-        })
-    }
-}
-
-/// Pipeline step: checks the arguments against the tool's input schema.
-pub fn validate(call: ResolvedCall) -> Result<ValidatedCall, CallError> {
-    let violations = call.tool().input.violations(call.args().value());
-    if violations.is_empty() {
-        Ok(ValidatedCall { resolved: call })
-    } else {
-        Err(CallError::new(
-            ErrorCode::InvalidArgs,
-            describe("the arguments", &violations),
-        ))
-    }
 }
 
 #[cfg(test)]

@@ -23,14 +23,13 @@
 //! This step never decides whether a call is allowed and never opens what
 //! a path names.
 
-pub(crate) mod resolve;
+use crate::real_path as resolve;
 
 use crate::call::Arguments;
 use crate::capability::FsAccess;
-use crate::config::SandboxMode;
-use crate::error::Error;
+use crate::capability::SandboxMode;
 use crate::outcome::CallError;
-use crate::schema::ValidatedCall;
+use crate::validation::ValidatedCall;
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 use serde::Serialize;
@@ -162,6 +161,13 @@ pub enum Lease {
     Exclusive(#[allow(dead_code)] OwnedRwLockWriteGuard<()>),
 }
 
+/// The workspace directory cannot be opened.
+#[derive(Debug)]
+pub struct Unopenable {
+    pub path: PathBuf,
+    pub source: std::io::Error,
+}
+
 impl Workspace {
     /// Opens the workspace at `path`. `protected` lists the host's own
     /// files and directories (they need not exist) that no path argument
@@ -170,9 +176,8 @@ impl Workspace {
         path: &Path,
         sandbox: SandboxMode,
         protected: &[(&Path, &'static str)],
-    ) -> Result<Workspace, Error> {
-        let directory = |source| Error::Directory {
-            what: "workspace",
+    ) -> Result<Workspace, Unopenable> {
+        let directory = |source| Unopenable {
             path: path.to_owned(),
             source,
         };

@@ -1,7 +1,7 @@
 //! The one wasmtime [`Engine`] of a host, its configuration, and the ticker
 //! thread that drives epoch deadlines while guests run.
 
-use crate::config::Limits;
+use crate::limits::Limits;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -96,7 +96,7 @@ struct Shared {
 }
 
 /// Keeps the epoch advancing while it lives: taken before a guest runs.
-pub(super) struct Ticking<'a>(&'a Ticker);
+pub(crate) struct Ticking<'a>(&'a Ticker);
 
 impl Ticker {
     pub fn start(engine: &Engine) -> Ticker {

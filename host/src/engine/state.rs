@@ -16,7 +16,7 @@ const MAX_TABLE_ELEMENTS: usize = 1 << 20;
 /// Refuses growth past the limit and remembers that it did, so a guest that
 /// aborts on allocation failure is reported as MEMORY_LIMIT rather than as a
 /// crash.
-pub(super) struct Limiter {
+pub(crate) struct Limiter {
     pub memory_bytes: usize,
     pub refused_memory: bool,
 }
@@ -46,7 +46,7 @@ impl ResourceLimiter for Limiter {
 }
 
 /// Per-call state of the `host` interface.
-pub(super) struct HostState {
+pub(crate) struct HostState {
     pub tool: Arc<str>,
     pub call_id: Arc<str>,
     pub cancel: CancelToken,
@@ -55,14 +55,22 @@ pub(super) struct HostState {
     pub progress_gate: super::host::ProgressGate,
 }
 
-pub(super) struct CallState {
-    pub wasi: WasiCtx,
-    pub table: ResourceTable,
-    pub limiter: Limiter,
-    pub host: HostState,
+pub(crate) struct CallState {
+    pub(super) wasi: WasiCtx,
+    pub(super) table: ResourceTable,
+    pub(super) limiter: Limiter,
+    pub(super) host: HostState,
     /// Set when the call may write the workspace: the symlinks it makes
     /// are checked against it.
-    pub links: Option<super::links::LinkRoot>,
+    pub(super) links: Option<super::links::LinkRoot>,
+}
+
+impl CallState {
+    /// Lets go of the caller's progress sink, so nobody waits on a store
+    /// that is only being torn down.
+    pub(crate) fn forget_caller(&mut self) {
+        self.host.progress = None;
+    }
 }
 
 impl WasiView for CallState {

@@ -21,7 +21,7 @@ pub const MAX_PROGRESS_MESSAGE_BYTES: usize = 1024;
 
 /// Which of a call's progress reports go on.
 #[derive(Debug, Default)]
-pub(super) struct ProgressGate {
+pub(crate) struct ProgressGate {
     sent: u32,
     last: Option<Instant>,
 }

@@ -18,7 +18,7 @@
 //! escaping link is undone before the call returns).
 
 use super::state::CallState;
-use crate::workspace::resolve::resolve;
+use crate::real_path::resolve;
 use cap_std::fs::Dir;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};

@@ -1,5 +1,10 @@
-//! Resource limits applied to every plugin call, with their defaults.
+//! Resource limits applied to every plugin call and to what a plugin may
+//! declare: the `[limits]` section, its defaults and its bounds. A plain
+//! value read by the engine, the registry and the sandbox; imports nothing
+//! but [`crate::settings`].
 
+use crate::settings::{SettingError, bounded, bounded_kb};
+use serde::Deserialize;
 use std::time::Duration;
 
 /// Wall-clock budget of one call, unless the tool hints a shorter one.
@@ -29,13 +34,13 @@ pub const DEFAULT_MAX_DESCRIPTION_KB: u64 = 8;
 pub const DEFAULT_MAX_SCHEMA_KB: u64 = 256;
 
 /// Upper bounds on the settings, so a typo cannot disable a limit.
-pub(crate) const MAX_TIMEOUT_MS: u64 = 600_000;
-pub(crate) const MAX_MEMORY_MB: u64 = 4096;
-pub(crate) const MAX_OUTPUT_KB: u64 = 64 * 1024;
-pub(crate) const MAX_INSTANCES: u64 = 10_000;
-pub(crate) const MAX_TOOLS_PER_PLUGIN: u64 = 10_000;
-pub(crate) const MAX_DESCRIPTION_KB: u64 = 1024;
-pub(crate) const MAX_SCHEMA_KB: u64 = 16 * 1024;
+const MAX_TIMEOUT_MS: u64 = 600_000;
+const MAX_MEMORY_MB: u64 = 4096;
+const MAX_OUTPUT_KB: u64 = 64 * 1024;
+const MAX_INSTANCES: u64 = 10_000;
+const MAX_TOOLS_PER_PLUGIN: u64 = 10_000;
+const MAX_DESCRIPTION_KB: u64 = 1024;
+const MAX_SCHEMA_KB: u64 = 16 * 1024;
 
 /// Per-call limits, from the `[limits]` table of the config file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,6 +82,76 @@ impl Limits {
                 .min(Duration::from_millis(u64::from(ms).max(1))),
             None => self.timeout,
         }
+    }
+}
+
+/// The `[limits]` table as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsSection {
+    timeout_ms: Option<u64>,
+    fuel: Option<u64>,
+    memory_mb: Option<u64>,
+    max_output_kb: Option<u64>,
+    max_instances: Option<u64>,
+    max_tools_per_plugin: Option<u64>,
+    max_description_kb: Option<u64>,
+    max_schema_kb: Option<u64>,
+}
+
+impl LimitsSection {
+    pub const KEYS: &str = "timeout_ms, fuel, memory_mb, max_output_kb, max_instances, \
+        max_tools_per_plugin, max_description_kb, max_schema_kb";
+
+    pub fn resolve(self) -> Result<Limits, SettingError> {
+        let d = Limits::default();
+        let n = |key, value, default, max| bounded("limits", key, value, default, max);
+        let kb = |key, value, default, max| bounded_kb("limits", key, value, default, max);
+        Ok(Limits {
+            timeout: Duration::from_millis(n(
+                "timeout_ms",
+                self.timeout_ms,
+                d.timeout.as_millis() as u64,
+                MAX_TIMEOUT_MS,
+            )?),
+            fuel: n("fuel", self.fuel, d.fuel, u64::MAX)?,
+            memory_bytes: n(
+                "memory_mb",
+                self.memory_mb,
+                d.memory_bytes >> 20,
+                MAX_MEMORY_MB,
+            )? << 20,
+            max_output_bytes: kb(
+                "max_output_kb",
+                self.max_output_kb,
+                d.max_output_bytes,
+                MAX_OUTPUT_KB,
+            )?,
+            max_instances: n(
+                "max_instances",
+                self.max_instances,
+                u64::from(d.max_instances),
+                MAX_INSTANCES,
+            )? as u32,
+            max_tools_per_plugin: n(
+                "max_tools_per_plugin",
+                self.max_tools_per_plugin,
+                d.max_tools_per_plugin as u64,
+                MAX_TOOLS_PER_PLUGIN,
+            )? as usize,
+            max_description_bytes: kb(
+                "max_description_kb",
+                self.max_description_kb,
+                d.max_description_bytes,
+                MAX_DESCRIPTION_KB,
+            )?,
+            max_schema_bytes: kb(
+                "max_schema_kb",
+                self.max_schema_kb,
+                d.max_schema_bytes,
+                MAX_SCHEMA_KB,
+            )?,
+        })
     }
 }
 

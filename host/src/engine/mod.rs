@@ -1,0 +1,157 @@
+//! The wasmtime engine and everything a plugin needs before it can run:
+//! the linker (WASI, `toolwarden:tool/host`, the checked link operations),
+//! the compiled-component cache, the epoch ticker, and the fresh `Store` a
+//! guest gets for a grant. The registry loads and describes plugins through
+//! it; the sandbox runs calls on it.
+//!
+//! It never decides whether a call may run, and it never runs a tool: the
+//! only guest code it starts itself is a plugin's `tools()` at load.
+//!
+//! Implements the WIT interface `toolwarden:tool/host` (in [`host`]); WASI
+//! comes from `wasmtime-wasi`.
+
+pub(crate) mod bindings;
+mod cache;
+mod describe;
+mod error;
+pub(crate) mod guest;
+mod host;
+mod links;
+mod setup;
+mod state;
+
+pub use error::{EngineError, PluginError};
+pub use guest::{GUEST_WORKSPACE, OUTPUT_PIPE_BYTES};
+pub use host::LOG_BUDGET_BYTES;
+pub use setup::{EPOCH_TICK, LOAD_INSTANCES, MAX_WASM_STACK, engine_config};
+pub use state::MAX_HANDLES;
+pub(crate) use state::{CallState, HostState};
+
+use crate::limits::Limits;
+use crate::spec::ToolSpec;
+use bindings::PluginPre;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use wasmtime::component::{Component, HasSelf, Linker};
+
+/// Where a loaded plugin's compiled code came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// Compiled now (and written to the cache).
+    Compiled,
+    /// Loaded from the on-disk cache, not recompiled.
+    Cache,
+}
+
+/// A compiled, linked plugin, ready to instantiate once per call.
+pub struct LoadedPlugin {
+    pub(crate) pre: PluginPre<CallState>,
+    origin: Origin,
+    imports: Vec<String>,
+}
+
+impl LoadedPlugin {
+    pub fn origin(&self) -> Origin {
+        self.origin
+    }
+
+    /// The interfaces the component imports.
+    pub fn imports(&self) -> &[String] {
+        &self.imports
+    }
+}
+
+impl fmt::Debug for LoadedPlugin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LoadedPlugin")
+            .field("origin", &self.origin)
+            .field("imports", &self.imports)
+            .finish()
+    }
+}
+
+pub struct Engine {
+    wasmtime: wasmtime::Engine,
+    linker: Linker<CallState>,
+    cache: cache::Cache,
+    workspace: PathBuf,
+    link_root: links::LinkRoot,
+    limits: Limits,
+    ticker: setup::Ticker,
+}
+
+impl fmt::Debug for Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Engine")
+            .field("workspace", &self.workspace)
+            .field("limits", &self.limits)
+            .finish()
+    }
+}
+
+impl Engine {
+    /// Sets up the engine for `limits`, with the compile cache under
+    /// `state_dir/cache`, serving calls on `workspace`.
+    pub fn new(workspace: &Path, state_dir: &Path, limits: &Limits) -> Result<Engine, EngineError> {
+        let engine_error = EngineError::from_wasmtime;
+        let engine = setup::engine(limits).map_err(engine_error)?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(engine_error)?;
+        links::shadow(&mut linker).map_err(engine_error)?;
+        bindings::toolwarden::tool::host::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
+            .map_err(engine_error)?;
+        let cache = cache::Cache::open(state_dir, setup::engine_key(&engine));
+        let ticker = setup::Ticker::start(&engine);
+        Ok(Engine {
+            wasmtime: engine,
+            linker,
+            cache,
+            workspace: workspace.to_owned(),
+            link_root: links::LinkRoot::new(workspace),
+            limits: limits.clone(),
+            ticker,
+        })
+    }
+
+    /// Compiles (or loads from cache) and links a plugin.
+    pub fn load(&self, wasm: &[u8], sha256: &str) -> Result<LoadedPlugin, PluginError> {
+        let (component, origin) = match self.cache.get(&self.wasmtime, sha256) {
+            Some(component) => (component, Origin::Cache),
+            None => {
+                let component = Component::new(&self.wasmtime, wasm)
+                    .map_err(|e| PluginError::NotAComponent(format!("{e:#}")))?;
+                self.cache.put(sha256, &component);
+                (component, Origin::Compiled)
+            }
+        };
+        let imports = component
+            .component_type()
+            .imports(&self.wasmtime)
+            .map(|(name, _)| name.to_owned())
+            .collect();
+        let pre = self
+            .linker
+            .instantiate_pre(&component)
+            .and_then(PluginPre::new)
+            .map_err(|e| PluginError::WrongWorld(format!("{e:#}")))?;
+        Ok(LoadedPlugin {
+            pre,
+            origin,
+            imports,
+        })
+    }
+
+    /// Calls a plugin's `tools()` under the load-time budget. Blocks.
+    pub fn describe(&self, plugin: &LoadedPlugin) -> Result<Vec<ToolSpec>, PluginError> {
+        describe::describe(self, plugin)
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Keeps the epoch ticker running while a guest may run.
+    pub(crate) fn ticking(&self) -> setup::Ticking<'_> {
+        self.ticker.running()
+    }
+}
