@@ -198,3 +198,182 @@ impl std::fmt::Display for Untrusted {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outcome::{CallError, ErrorCode};
+
+    /// Where each kind of error stands in [`samples`]. A new variant (of
+    /// `Error`, `RegistryError` or `PluginError`) does not compile here until
+    /// it gets the next position, a sample and its line in the snapshot.
+    fn position(e: &Error) -> usize {
+        match e {
+            Error::ConfigRead { .. } => 0,
+            Error::Config { .. } => 1,
+            Error::Registry(RegistryError::PluginsDir { .. }) => 2,
+            Error::Registry(RegistryError::DuplicateTool { .. }) => 3,
+            Error::Plugin { source, .. } => match source {
+                PluginError::Read(_) => 4,
+                PluginError::TooLarge { .. } => 5,
+                PluginError::NotAComponent(_) => 6,
+                PluginError::WrongWorld(_) => 7,
+                PluginError::Describe(_) => 8,
+                PluginError::Spec { .. } => 9,
+                PluginError::TooManyTools { .. } => 10,
+                PluginError::Conflict { .. } => 11,
+            },
+            Error::Directory { .. } => 12,
+            Error::StateInWorkspace { .. } => 13,
+            Error::PluginsInWorkspace { .. } => 14,
+            Error::NoHome { .. } => 15,
+            Error::UnsafePermissions { .. } => 16,
+            Error::ConfigUntrusted { .. } => 17,
+            Error::Engine(_) => 18,
+            Error::State { .. } => 19,
+            Error::Audit(_) => 20,
+            Error::Scaffold { .. } => 21,
+        }
+    }
+
+    fn samples() -> Vec<Error> {
+        let path = || PathBuf::from("p");
+        let io = || std::io::Error::other("x");
+        let plugin = |source| Error::Plugin {
+            file: path(),
+            source,
+        };
+        vec![
+            Error::ConfigRead {
+                path: path(),
+                source: io(),
+            },
+            Error::Config {
+                path: path(),
+                line: Some(1),
+                message: "m".into(),
+                hint: "h".into(),
+            },
+            RegistryError::PluginsDir {
+                path: path(),
+                source: io(),
+            }
+            .into(),
+            RegistryError::DuplicateTool {
+                tool: "t".into(),
+                first: path(),
+                second: path(),
+            }
+            .into(),
+            plugin(PluginError::Read(io())),
+            plugin(PluginError::TooLarge { bytes: 2, max: 1 }),
+            plugin(PluginError::NotAComponent("m".into())),
+            plugin(PluginError::WrongWorld("m".into())),
+            plugin(PluginError::Describe(CallError::new(
+                ErrorCode::Timeout,
+                "m",
+            ))),
+            plugin(PluginError::Spec {
+                tool: "t".into(),
+                problem: "m".into(),
+            }),
+            plugin(PluginError::TooManyTools {
+                declared: 2,
+                max: 1,
+                key: "k",
+            }),
+            plugin(PluginError::Conflict {
+                tool: "t".into(),
+                other: path(),
+            }),
+            Error::Directory {
+                what: "w",
+                path: path(),
+                source: io(),
+            },
+            Error::StateInWorkspace {
+                state: path(),
+                workspace: path(),
+            },
+            Error::PluginsInWorkspace {
+                plugins: path(),
+                workspace: path(),
+            },
+            Error::NoHome {
+                what: "w",
+                flag: "--f",
+                env: "E",
+            },
+            Error::UnsafePermissions {
+                what: "w",
+                path: path(),
+                problem: "m".into(),
+                fix: "f".into(),
+            },
+            Error::ConfigUntrusted {
+                path: path(),
+                why: Untrusted::Changed,
+            },
+            Error::Engine("m".into()),
+            Error::State {
+                path: path(),
+                source: crate::store::StoreError {
+                    path: path(),
+                    source: rusqlite::Error::QueryReturnedNoRows,
+                },
+            },
+            Error::Audit(crate::audit::AuditError("m".into())),
+            Error::Scaffold {
+                message: "m".into(),
+                hint: "h".into(),
+            },
+        ]
+    }
+
+    /// Every host error code, by kind of error. A released code never
+    /// changes: this snapshot changes only by adding lines.
+    const SNAPSHOT: &str = "\
+        config read: CONFIG_INVALID\n\
+        config: CONFIG_INVALID\n\
+        plugins dir: PLUGINS_DIR\n\
+        duplicate tool: DUPLICATE_TOOL\n\
+        plugin read: PLUGIN_INVALID\n\
+        plugin too large: PLUGIN_INVALID\n\
+        not a component: PLUGIN_INVALID\n\
+        wrong world: PLUGIN_INVALID\n\
+        describe failed: PLUGIN_INVALID\n\
+        bad spec: PLUGIN_INVALID\n\
+        too many tools: PLUGIN_INVALID\n\
+        tool conflict: PLUGIN_INVALID\n\
+        directory: DIRECTORY\n\
+        state in workspace: STATE_IN_WORKSPACE\n\
+        plugins in workspace: PLUGINS_IN_WORKSPACE\n\
+        no home: NO_HOME\n\
+        unsafe permissions: UNSAFE_PERMISSIONS\n\
+        config untrusted: CONFIG_UNTRUSTED\n\
+        engine: ENGINE\n\
+        state: STATE\n\
+        audit: AUDIT\n\
+        scaffold: SCAFFOLD\n";
+
+    #[test]
+    fn every_host_error_has_a_stable_code_and_a_hint() {
+        let samples = samples();
+        let kinds: Vec<&str> = SNAPSHOT
+            .lines()
+            .map(|l| l.split(':').next().unwrap())
+            .collect();
+        assert_eq!(
+            samples.len(),
+            kinds.len(),
+            "one sample per line of the snapshot"
+        );
+        let mut listed = String::new();
+        for (i, error) in samples.iter().enumerate() {
+            assert_eq!(position(error), i, "sample {i} is out of place: {error}");
+            assert!(!error.hint().is_empty(), "{error} has no hint");
+            listed.push_str(&format!("{}: {}\n", kinds[i], error.code()));
+        }
+        assert_eq!(listed, SNAPSHOT);
+    }
+}

@@ -238,6 +238,33 @@ mod tests {
             ErrorCode::InvalidToolOutput,
             ErrorCode::HostError,
         ];
+        // A new code does not compile here until it has the next position
+        // in `all` (and its spelling in the snapshot below).
+        let position = |code: ErrorCode| match code {
+            ErrorCode::UnknownTool => 0,
+            ErrorCode::InvalidArgs => 1,
+            ErrorCode::PolicyDenied => 2,
+            ErrorCode::ApprovalUnavailable => 3,
+            ErrorCode::ApprovalRequired => 4,
+            ErrorCode::ApprovalInvalid => 5,
+            ErrorCode::ApprovalExpired => 6,
+            ErrorCode::ApprovalDenied => 7,
+            ErrorCode::GuardDenied => 8,
+            ErrorCode::BudgetExceeded => 9,
+            ErrorCode::DuplicateCall => 10,
+            ErrorCode::ToolFailed => 11,
+            ErrorCode::ToolCrashed => 12,
+            ErrorCode::Timeout => 13,
+            ErrorCode::OutOfFuel => 14,
+            ErrorCode::MemoryLimit => 15,
+            ErrorCode::Cancelled => 16,
+            ErrorCode::OutputTooLarge => 17,
+            ErrorCode::InvalidToolOutput => 18,
+            ErrorCode::HostError => 19,
+        };
+        for (i, code) in all.iter().enumerate() {
+            assert_eq!(position(*code), i, "{code:?} is out of place");
+        }
         let names: Vec<_> = all.iter().map(|c| c.as_str()).collect();
         assert_eq!(
             names.join(" "),

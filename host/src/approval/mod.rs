@@ -16,7 +16,7 @@ use crate::call::{Arguments, CallRequest};
 use crate::capability::Grant;
 use crate::guards::AdmittedCall;
 use crate::outcome::{CallError, ErrorCode};
-use crate::policy::Verdict;
+use crate::policy::Clearance;
 use crate::registry::Tool;
 use crate::settings::{SettingError, bounded};
 use crate::store::{ApprovalRow, ApprovalState, Binding, Consumed, Store, StoreError, now_ms};
@@ -207,17 +207,10 @@ impl Approvals {
         request: &CallRequest,
         noted: &mut Vec<ApprovalStep>,
     ) -> Result<PreparedCall, CallError> {
-        let (validated, decision, grant) = call.into_authorized().into_parts();
+        let (validated, clearance, decision, grant) = call.into_authorized().into_parts();
         let (tool, args) = validated.into_resolved().into_parts();
-        match decision.verdict {
-            Verdict::Allow => return Ok(PreparedCall { tool, args, grant }),
-            Verdict::Deny => {
-                return Err(CallError::new(
-                    ErrorCode::PolicyDenied,
-                    decision.reason.to_string(),
-                ));
-            }
-            Verdict::Ask => {}
+        if clearance == Clearance::Allowed {
+            return Ok(PreparedCall { tool, args, grant });
         }
         let now = now_ms();
         let this_call = ApprovalRow {

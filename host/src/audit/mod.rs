@@ -198,7 +198,7 @@ pub enum HeadCheck {
 /// Appending to the audit log failed; the message says why.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot write the audit log: {0}")]
-pub struct AuditError(String);
+pub struct AuditError(pub(crate) String);
 
 #[derive(Debug)]
 pub struct Audit {

@@ -117,18 +117,7 @@ impl Server {
     }
 
     fn tools(&self) -> Vec<Tool> {
-        let list_denied = self.host.config().mcp_list_denied();
-        self.host
-            .registry()
-            .tools()
-            .filter(|tool| {
-                let decision = self.host.decision(tool);
-                list_denied
-                    || decision.depends_on_args
-                    || decision.verdict != crate::policy::Verdict::Deny
-            })
-            .map(|tool| convert::tool(&tool.spec))
-            .collect()
+        self.host.offered_tools(|tool| convert::tool(&tool.spec))
     }
 
     /// What a person is shown to decide on approval `id`.

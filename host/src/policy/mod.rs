@@ -9,10 +9,12 @@
 //! never asks a person (that is the approval step's job).
 
 mod rule;
+mod section;
 
 #[cfg(test)]
 pub use rule::ArgPattern;
-pub use rule::{Miss, Rule, RuleDef, RuleMatch, RuleSection, Verdict};
+pub use rule::{Miss, Rule, RuleDef, RuleMatch, Verdict};
+pub use section::RuleSection;
 
 use crate::capability::SandboxMode;
 use crate::capability::{FsAccess, Grant};
@@ -276,12 +278,18 @@ impl Policy {
         );
         match decision.verdict {
             Verdict::Deny => Err(Denied { decision }),
-            Verdict::Allow | Verdict::Ask => {
+            verdict @ (Verdict::Allow | Verdict::Ask) => {
+                let clearance = if verdict == Verdict::Allow {
+                    Clearance::Allowed
+                } else {
+                    Clearance::NeedsApproval
+                };
                 let grant = Grant {
                     fs: FsAccess::for_tool(tool.spec.filesystem, session),
                 };
                 Ok(AuthorizedCall {
                     call,
+                    clearance,
                     decision,
                     grant,
                 })
@@ -303,11 +311,21 @@ impl Denied {
     }
 }
 
+/// What the policy lets a call it did not deny do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clearance {
+    /// It may run.
+    Allowed,
+    /// It may run once a person approves it.
+    NeedsApproval,
+}
+
 /// A call the policy did not deny: allowed, or allowed once a person
 /// approves. Only [`Policy::authorize`] makes one.
 #[derive(Debug)]
 pub struct AuthorizedCall {
     call: LocatedCall,
+    clearance: Clearance,
     decision: Decision,
     grant: Grant,
 }
@@ -321,8 +339,13 @@ impl AuthorizedCall {
         &self.decision
     }
 
-    pub(crate) fn into_parts(self) -> (ValidatedCall, Decision, Grant) {
-        (self.call.into_validated(), self.decision, self.grant)
+    pub(crate) fn into_parts(self) -> (ValidatedCall, Clearance, Decision, Grant) {
+        (
+            self.call.into_validated(),
+            self.clearance,
+            self.decision,
+            self.grant,
+        )
     }
 }
 

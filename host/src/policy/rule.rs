@@ -6,7 +6,6 @@
 //! `filesystem` (any of) and `when` (argument values by JSON pointer).
 
 use super::PolicyError;
-use crate::settings::SettingError;
 use crate::spec::{Effect, FsNeed, Risk, ToolSpec};
 use globset::{Glob, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
@@ -49,66 +48,6 @@ pub enum ArgPattern {
     Exact(Value),
     /// The inner pattern does not match (a missing argument does not match).
     Not(Box<ArgPattern>),
-}
-
-/// A `[[rule]]` table as written.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RuleSection {
-    tools: Option<Vec<String>>,
-    plugin: Option<Vec<String>>,
-    risk: Option<Vec<Risk>>,
-    effects: Option<Vec<Effect>>,
-    filesystem: Option<Vec<FsNeed>>,
-    #[serde(default)]
-    when: BTreeMap<String, toml::Value>,
-    decision: Verdict,
-    reason: String,
-}
-
-impl RuleSection {
-    pub const KEYS: &str = "tools, plugin, risk, effects, filesystem, when, decision, reason";
-
-    /// The rule, which starts at `line` of the file.
-    pub fn resolve(self, line: usize) -> Result<RuleDef, SettingError> {
-        let mut when = BTreeMap::new();
-        for (pointer, value) in self.when {
-            let pattern = arg_pattern(&value).map_err(|message| {
-                SettingError::new(
-                    format!("`when.\"{pointer}\"`: {message}"),
-                    "use a glob string (\"src/**\"), a scalar (true, 3), or { not = ... }",
-                )
-            })?;
-            when.insert(pointer, pattern);
-        }
-        Ok(RuleDef {
-            line: Some(line),
-            tools: self.tools,
-            plugin: self.plugin,
-            risk: self.risk,
-            effects: self.effects,
-            filesystem: self.filesystem,
-            when,
-            verdict: self.decision,
-            reason: self.reason,
-        })
-    }
-}
-
-fn arg_pattern(value: &toml::Value) -> Result<ArgPattern, String> {
-    match value {
-        toml::Value::String(glob) => Ok(ArgPattern::Glob(glob.clone())),
-        toml::Value::Integer(i) => Ok(ArgPattern::Exact(serde_json::json!(i))),
-        toml::Value::Float(f) => Ok(ArgPattern::Exact(serde_json::json!(f))),
-        toml::Value::Boolean(b) => Ok(ArgPattern::Exact(serde_json::json!(b))),
-        toml::Value::Table(table) => match table.get("not") {
-            Some(inner) if table.len() == 1 => Ok(ArgPattern::Not(Box::new(arg_pattern(inner)?))),
-            _ => Err("a table must be `{ not = ... }`".into()),
-        },
-        toml::Value::Array(_) | toml::Value::Datetime(_) => Err(format!(
-            "`{value}` is not a glob, a scalar or `{{ not = ... }}`"
-        )),
-    }
 }
 
 /// A rule as written in the config file.

@@ -8,6 +8,7 @@
 //! tool's schema to a call), and never decides whether a call is allowed.
 
 mod compile;
+mod refs;
 mod validate;
 
 pub use compile::{ANNOTATION_KEYWORDS, FORMATS, VALIDATION_KEYWORDS};

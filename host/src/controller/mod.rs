@@ -8,28 +8,29 @@
 //! plugin starts), and turns the outcome into a [`CallResult`]. It holds no
 //! rule of its own.
 
+mod trail;
+
 use crate::approval;
-use crate::audit::{Event, Subject};
-use crate::call::Tracing;
+use crate::audit::Event;
 use crate::call::{Arguments, CallRequest};
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::error::Error;
 use crate::guards::Guards;
-use crate::outcome::{CallError, CallResult, ErrorCode, Status, TraceStep};
+use crate::outcome::{CallError, CallResult, ErrorCode, Status};
 use crate::output::{self, CheckedOutput};
-use crate::policy::{Decision, Explanation};
+use crate::policy::{Decision, Explanation, Verdict};
 use crate::records::Records;
 use crate::registry::{Plugin, Registry, Tool};
 use crate::sandbox::{RunContext, Sandbox};
 use crate::scheduler;
-use crate::store::ExecutionRow;
 use crate::validation;
 use crate::workspace::{LocatedPath, Workspace};
 use futures::StreamExt;
 use std::path::Path;
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
+use trail::{Trail, describe_paths};
 
 /// A loaded host: config, registry, guards, records and sandbox.
 #[derive(Debug)]
@@ -49,56 +50,6 @@ pub struct Controller {
 pub struct Inspection {
     pub plugin: Arc<Plugin>,
     pub tools: Vec<Tool>,
-}
-
-/// What happened on the way, for the audit trail.
-struct Trail {
-    /// Which call the records are about; shared by both of its appends.
-    subject: Arc<Subject>,
-    events: Vec<Event>,
-    ran: bool,
-    /// The run the session's budgets count, once the call ran.
-    execution: Option<ExecutionRow>,
-    fuel_used: Option<u64>,
-    /// Steps taken so far, when the caller asked for a trace.
-    trace: Option<Vec<TraceStep>>,
-    /// The step under way, and since when.
-    step: Option<(&'static str, Instant)>,
-}
-
-impl Trail {
-    fn new(request: &CallRequest) -> Trail {
-        let trace = match request.tracing {
-            Tracing::Off => None,
-            Tracing::Steps => Some(Vec::new()),
-        };
-        Trail {
-            subject: Arc::new(Subject::of(request)),
-            events: Vec::new(),
-            ran: false,
-            execution: None,
-            fuel_used: None,
-            trace,
-            step: None,
-        }
-    }
-
-    fn begin(&mut self, step: &'static str) {
-        if self.trace.is_some() {
-            self.step = Some((step, Instant::now()));
-        }
-    }
-
-    /// Closes the step under way with what it found.
-    fn end(&mut self, outcome: impl FnOnce() -> String) {
-        if let (Some(trace), Some((step, since))) = (&mut self.trace, self.step.take()) {
-            trace.push(TraceStep {
-                step,
-                us: since.elapsed().as_micros() as u64,
-                outcome: outcome(),
-            });
-        }
-    }
 }
 
 impl Controller {
@@ -188,6 +139,20 @@ impl Controller {
         self.config
             .policy
             .evaluate(&tool.spec, tool.plugin.file_name(), None)
+    }
+
+    /// The tools an agent is shown, each through `show`: every tool the
+    /// policy could let run (all of them with `[mcp] list_denied = true`).
+    pub fn offered_tools<R>(&self, mut show: impl FnMut(&Tool) -> R) -> Vec<R> {
+        let list_denied = self.config.mcp_list_denied();
+        self.registry()
+            .tools()
+            .filter(|tool| {
+                let decision = self.decision(tool);
+                list_denied || decision.depends_on_args || decision.verdict != Verdict::Deny
+            })
+            .map(|tool| show(tool))
+            .collect()
     }
 
     /// What every policy rule makes of a call, without running anything:
@@ -293,26 +258,14 @@ impl Controller {
             }
             Err(error) => (error.code.status(), None, None, Some(error)),
         };
-        let last = match (&error, trail.ran) {
-            (error, true) => Event::Outcome {
-                status: status.as_str(),
-                code: error.as_ref().map(|e| e.code.as_str()),
-                message: error.as_ref().map(|e| e.message.clone()),
-                duration_us,
-                fuel_used: trail.fuel_used,
-                output_bytes: content.as_ref().map_or(0, String::len),
-                value: value.clone(),
-            },
-            (Some(e), false) => Event::Refused {
-                code: e.code.as_str(),
-                message: e.message.clone(),
-            },
-            (None, false) => Event::Refused {
-                code: ErrorCode::HostError.as_str(),
-                message: "ended without running".into(),
-            },
-        };
-        trail.events.push(last);
+        let output_bytes = content.as_ref().map_or(0, String::len);
+        trail.close(
+            status,
+            error.as_ref(),
+            duration_us,
+            output_bytes,
+            value.clone(),
+        );
         let events = std::mem::take(&mut trail.events);
         if let Err(e) = self
             .records
@@ -469,13 +422,4 @@ fn open_workspace(config: &Config) -> Result<Workspace, Error> {
         config.sandbox,
         &protected,
     )?)
-}
-
-/// What the path step found, for `call --trace`.
-fn describe_paths(paths: &[LocatedPath]) -> String {
-    if paths.is_empty() {
-        return "no path arguments".into();
-    }
-    let each: Vec<String> = paths.iter().map(LocatedPath::to_string).collect();
-    each.join("; ")
 }

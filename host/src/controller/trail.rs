@@ -1,0 +1,104 @@
+//! The trail of one call: the audit events its steps produced, the trace
+//! the caller asked for, and the run the session's budgets count. The
+//! controller fills it step by step and hands it to the audit log at the
+//! end; it never decides anything about the call.
+
+use crate::audit::{Event, Subject};
+use crate::call::{CallRequest, Tracing};
+use crate::outcome::{CallError, ErrorCode, Status, TraceStep};
+use crate::store::ExecutionRow;
+use crate::workspace::LocatedPath;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// What happened on the way, for the audit trail.
+pub(super) struct Trail {
+    /// Which call the records are about; shared by both of its appends.
+    pub(super) subject: Arc<Subject>,
+    pub(super) events: Vec<Event>,
+    pub(super) ran: bool,
+    /// The run the session's budgets count, once the call ran.
+    pub(super) execution: Option<ExecutionRow>,
+    pub(super) fuel_used: Option<u64>,
+    /// Steps taken so far, when the caller asked for a trace.
+    pub(super) trace: Option<Vec<TraceStep>>,
+    /// The step under way, and since when.
+    pub(super) step: Option<(&'static str, Instant)>,
+}
+
+impl Trail {
+    pub(super) fn new(request: &CallRequest) -> Trail {
+        let trace = match request.tracing {
+            Tracing::Off => None,
+            Tracing::Steps => Some(Vec::new()),
+        };
+        Trail {
+            subject: Arc::new(Subject::of(request)),
+            events: Vec::new(),
+            ran: false,
+            execution: None,
+            fuel_used: None,
+            trace,
+            step: None,
+        }
+    }
+
+    pub(super) fn begin(&mut self, step: &'static str) {
+        if self.trace.is_some() {
+            self.step = Some((step, Instant::now()));
+        }
+    }
+
+    /// Closes the step under way with what it found.
+    pub(super) fn end(&mut self, outcome: impl FnOnce() -> String) {
+        if let (Some(trace), Some((step, since))) = (&mut self.trace, self.step.take()) {
+            trace.push(TraceStep {
+                step,
+                us: since.elapsed().as_micros() as u64,
+                outcome: outcome(),
+            });
+        }
+    }
+
+    /// Adds the event that says how the call ended: its outcome if it ran,
+    /// the refusal if it did not.
+    pub(super) fn close(
+        &mut self,
+        status: Status,
+        error: Option<&CallError>,
+        duration_us: u64,
+        output_bytes: usize,
+        value: Option<Value>,
+    ) {
+        let last = match (error, self.ran) {
+            (error, true) => Event::Outcome {
+                status: status.as_str(),
+                code: error.as_ref().map(|e| e.code.as_str()),
+                message: error.as_ref().map(|e| e.message.clone()),
+                duration_us,
+                fuel_used: self.fuel_used,
+                output_bytes,
+                value,
+            },
+            (Some(e), false) => Event::Refused {
+                code: e.code.as_str(),
+                message: e.message.clone(),
+            },
+            (None, false) => Event::Refused {
+                code: ErrorCode::HostError.as_str(),
+                message: "ended without running".into(),
+            },
+        };
+        self.events.push(last);
+    }
+}
+
+/// What the path step found, for `call --trace`.
+pub(super) fn describe_paths(paths: &[LocatedPath]) -> String {
+    if paths.is_empty() {
+        return "no path arguments".into();
+    }
+    let each: Vec<String> = paths.iter().map(LocatedPath::to_string).collect();
+    each.join("; ")
+}
