@@ -568,6 +568,31 @@ fn mcp_row(scale: usize, out: &mut Map<String, Value>) {
         "mcp_stdio_one_core".into(),
         json!({ "tools_call": call_1.json(), "ping": ping_1.json(), "pipe_echo": echo_1.json() }),
     );
+    paced_cpu(scale, out);
+}
+
+/// Row 7, last line: what a served call costs the server in CPU when its
+/// client takes a while before the next request (150 µs here, about a bare
+/// Python client's pace): the server's own work, or more if it burns CPU
+/// while it waits for the client.
+fn paced_cpu(scale: usize, out: &mut Map<String, Value>) {
+    const PAUSE: Duration = Duration::from_micros(150);
+    let binary = std::env::current_exe()
+        .expect("own path")
+        .with_file_name("toolwarden");
+    let host = Host::new(&[CALC]);
+    let mut server = mcp::Server::start(&binary, &host.plugins, &host.workspace, &host.state);
+    server.cpu_per_paced_call(ROUND, PAUSE);
+    let per_call = server.cpu_per_paced_call(5000 * scale, PAUSE);
+    println!(
+        "   server CPU per tools/call, a client pausing {} µs between calls: {:.0} µs",
+        PAUSE.as_micros(),
+        per_call.as_secs_f64() * 1e6
+    );
+    out.insert(
+        "mcp_stdio_server_cpu_per_paced_call".into(),
+        json!({ "pause_us": PAUSE.as_micros() as u64, "cpu_us": round(per_call.as_secs_f64() * 1e6) }),
+    );
 }
 
 /// `tools/call`, `ping` and `cat` round trips, `3000 * scale` of each, in

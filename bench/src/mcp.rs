@@ -210,6 +210,49 @@ impl Server {
     }
 }
 
+impl Server {
+    /// `n` `tools/call`s of `calc`, each sent `pause` after the previous
+    /// answer arrived (a client that does some work of its own between
+    /// calls), and the CPU time the server used per call meanwhile, all of
+    /// its threads, user and system.
+    pub fn cpu_per_paced_call(&mut self, n: usize, pause: Duration) -> Duration {
+        let (method, params) = Exchange::CallCalc.request();
+        let before = self.cpu_time();
+        for _ in 0..n {
+            let (line, id) = self.request_line(method, &params);
+            self.send_line(&line);
+            let (_, answer) = self.answer(id);
+            Exchange::CallCalc.check(&answer);
+            pause_for(pause);
+        }
+        (self.cpu_time() - before) / n as u32
+    }
+
+    /// CPU time the server process has used so far, from `/proc`.
+    fn cpu_time(&self) -> Duration {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))
+            .expect("the server's /proc stat");
+        // Fields after the command name, which is in parentheses and may
+        // hold spaces; utime and stime are the 14th and 15th of the line.
+        let after_name = &stat[stat.rfind(')').expect("a stat line") + 2..];
+        let fields: Vec<&str> = after_name.split(' ').collect();
+        let ticks: u64 =
+            fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
+        // SAFETY: sysconf reads a constant of the running system.
+        let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+        Duration::from_micros(ticks * 1_000_000 / per_second)
+    }
+}
+
+/// Waits `pause` without sleeping in the kernel's timer slack: the client
+/// keeps its CPU, as one doing its own work between calls would.
+fn pause_for(pause: Duration) {
+    let until = Instant::now() + pause;
+    while Instant::now() < until {
+        std::hint::spin_loop();
+    }
+}
+
 /// A message as one newline-terminated line.
 fn line(message: &Value) -> String {
     let mut line = message.to_string();

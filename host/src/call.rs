@@ -12,8 +12,6 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use tokio::sync::Notify;
 
 /// Largest argument text accepted. Bounds parsing cost and memory before any
 /// schema is consulted; the biggest honest argument (a file written by
@@ -131,37 +129,7 @@ impl From<String> for SessionId {
 }
 
 /// Lets another task stop a call. Cloning shares the token.
-#[derive(Clone, Debug, Default)]
-pub struct CancelToken(Arc<CancelInner>);
-
-#[derive(Debug, Default)]
-struct CancelInner {
-    cancelled: AtomicBool,
-    notify: Notify,
-}
-
-impl CancelToken {
-    pub fn cancel(&self) {
-        self.0.cancelled.store(true, Ordering::SeqCst);
-        self.0.notify.notify_waiters();
-    }
-
-    pub fn is_cancelled(&self) -> bool {
-        self.0.cancelled.load(Ordering::SeqCst)
-    }
-
-    /// Resolves once the token is cancelled.
-    pub async fn cancelled(&self) {
-        let notified = self.0.notify.notified();
-        tokio::pin!(notified);
-        // Register before checking the flag so a cancel in between is not missed.
-        notified.as_mut().enable();
-        if self.is_cancelled() {
-            return;
-        }
-        notified.await;
-    }
-}
+pub use tokio_util::sync::CancellationToken as CancelToken;
 
 /// One `progress` report from a plugin.
 #[derive(Clone, Debug, PartialEq, Eq)]

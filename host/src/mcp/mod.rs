@@ -60,17 +60,24 @@ pub struct Server {
     states: input::RequestStates,
     /// Where calls that do not finish in their first poll go on.
     calls: Handle,
+    /// Told when such a call finishes, on a stdio connection (whose thread
+    /// may be watching stdin rather than asleep).
+    waiting: Option<Arc<stdio::Waiting>>,
 }
 
 impl Server {
-    /// A connection whose long calls go on on the runtime `calls`.
-    fn new(host: Arc<Controller>, calls: Handle) -> Server {
-        Server::with_peers(
-            host,
-            watch::Peers::default(),
-            input::RequestStates::default(),
-            calls,
-        )
+    /// A stdio connection whose long calls go on on the runtime `calls`
+    /// and, when they finish, tell `waiting`.
+    fn over_stdio(host: Arc<Controller>, calls: Handle, waiting: Arc<stdio::Waiting>) -> Server {
+        Server {
+            waiting: Some(waiting),
+            ..Server::with_peers(
+                host,
+                watch::Peers::default(),
+                input::RequestStates::default(),
+                calls,
+            )
+        }
     }
 
     /// A connection that shares its list of peers to notify with others.
@@ -86,6 +93,7 @@ impl Server {
             peers,
             states,
             calls,
+            waiting: None,
         }
     }
 
@@ -301,11 +309,16 @@ impl Server {
             .poll(&mut std::task::Context::from_waker(waker))
         {
             Poll::Ready(result) => Started::Finished(result),
-            Poll::Pending => Started::Elsewhere(self.calls.spawn(async move {
-                let result = call.await;
-                stdio::call_finished();
-                result
-            })),
+            Poll::Pending => {
+                let waiting = self.waiting.clone();
+                Started::Elsewhere(self.calls.spawn(async move {
+                    let result = call.await;
+                    if let Some(waiting) = waiting {
+                        waiting.answer_ready();
+                    }
+                    result
+                }))
+            }
         }
     }
 }

@@ -9,16 +9,23 @@
 //! next epoch tick (5 ms), or for the commits a call waits for (using up an
 //! approval; its trail, with `[audit] durability = "sync"`).
 //!
-//! Before that thread parks, it watches stdin for a moment
-//! ([`SPIN_BEFORE_PARK`]) instead of sleeping at once. A client usually
-//! sends its next request right after reading an answer; a thread that went
-//! to sleep must then be woken on a CPU that went idle, and on virtual
-//! machines (and on CPUs in deep idle states) that wake-up, and running the
-//! request on a CPU whose caches went cold meanwhile, cost more than the
-//! whole governed call: on the 2-core VM of the README's row 7, a round trip
-//! took 150 µs woken, 75 µs watched, 40 µs with client and server on one
-//! busy CPU. The wait is bounded and polls stdin only, so an idle server
-//! costs nothing but that moment after each message.
+//! Before that thread parks, it may watch stdin for a moment
+//! ([`SPIN_BEFORE_PARK`]) instead of sleeping at once. A fast client sends
+//! its next request right after reading an answer; a thread that went to
+//! sleep must then be woken on a CPU that went idle, and on virtual machines
+//! (and on CPUs in deep idle states) that wake-up, and running the request
+//! on a CPU whose caches went cold meanwhile, cost more than the whole
+//! governed call: on the 2-core VM of the README's row 7, a round trip took
+//! 150 µs woken, 75 µs watched, 40 µs with client and server on one busy
+//! CPU. A slower client would only make the thread burn that moment for
+//! nothing after each answer (with a client pausing 150 µs, a call cost the
+//! server 216 µs of CPU instead of its own ~20), so the watch learns: after
+//! one that saw nothing arrive, the next parks sleep at once, twice as many
+//! after each further miss (up to [`MAX_SKIPPED_WATCHES`]), and one that
+//! sees the client in time makes it watch every time again.
+//!
+//! This module is the one place those fast paths live; nothing of it is
+//! shared with the HTTP server (each connection has its own [`Waiting`]).
 
 use super::Server;
 use crate::controller::Controller;
@@ -26,7 +33,7 @@ use rustix::event::{PollFd, PollFlags, Timespec};
 use std::os::fd::AsFd;
 use std::os::unix::fs::FileTypeExt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 use tokio::net::unix::pipe;
 
@@ -35,9 +42,47 @@ use tokio::net::unix::pipe;
 /// never costs more than twice what sleeping would have.
 const SPIN_BEFORE_PARK: Duration = Duration::from_micros(100);
 
-/// Set when a call finishes on the pool: its answer waits on the
-/// connection's thread, which stops watching stdin and takes it.
-static CALL_FINISHED: AtomicBool = AtomicBool::new(false);
+/// Most parks in a row that sleep at once after watches that missed; the
+/// watch then costs a slow client's server at most 1/65 of its moment.
+const MAX_SKIPPED_WATCHES: u32 = 64;
+
+/// What one connection's thread knows when it is about to park.
+#[derive(Debug, Default)]
+pub(super) struct Waiting {
+    /// A call finished on the pool: its answer waits on the connection's
+    /// thread, which stops watching stdin and takes it.
+    answer_ready: AtomicBool,
+    /// Parks still to sleep at once, and the misses in a row that set it.
+    skip: AtomicU32,
+    misses: AtomicU32,
+}
+
+impl Waiting {
+    pub(super) fn answer_ready(&self) {
+        self.answer_ready.store(true, Ordering::Release);
+    }
+
+    /// Whether this park should watch stdin first (only the connection's
+    /// thread calls it, so plain loads and stores suffice).
+    fn should_watch(&self) -> bool {
+        let skip = self.skip.load(Ordering::Relaxed);
+        if skip == 0 {
+            return true;
+        }
+        self.skip.store(skip - 1, Ordering::Relaxed);
+        false
+    }
+
+    fn saw_client(&self, in_time: bool) {
+        if in_time {
+            self.misses.store(0, Ordering::Relaxed);
+            return;
+        }
+        let misses = (self.misses.load(Ordering::Relaxed) + 1).min(MAX_SKIPPED_WATCHES.ilog2());
+        self.misses.store(misses, Ordering::Relaxed);
+        self.skip.store(1 << misses, Ordering::Relaxed);
+    }
+}
 
 /// Serves MCP on stdin/stdout until the client goes away. Blocks.
 pub fn serve(host: Arc<Controller>) -> Result<(), String> {
@@ -46,12 +91,14 @@ pub fn serve(host: Arc<Controller>) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the calls' runtime: {e}"))?;
+    let waiting = Arc::new(Waiting::default());
+    let watched = Arc::clone(&waiting);
     let connection = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .on_thread_park(watch_stdin)
+        .on_thread_park(move || watch_stdin(&watched))
         .build()
         .map_err(|e| format!("cannot start the connection's runtime: {e}"))?;
-    let server = Server::new(host, calls.handle().clone());
+    let server = Server::over_stdio(host, calls.handle().clone(), waiting);
     // The connection answers first and tears down after: see `watch_stdin`.
     Controller::defer_teardowns_on_this_thread();
     let served = connection.block_on(server.serve_stdio());
@@ -62,20 +109,18 @@ pub fn serve(host: Arc<Controller>) -> Result<(), String> {
     served
 }
 
-/// Tells the connection's thread that a call's answer is ready. (Over HTTP
-/// nobody watches stdin, and the flag is left set: harmless.)
-pub(super) fn call_finished() {
-    CALL_FINISHED.store(true, Ordering::Release);
-}
-
 /// Returns once stdin has something to read, a call has finished, or
-/// [`SPIN_BEFORE_PARK`] has passed; the runtime then parks, and returns at
-/// once if there is work.
+/// [`SPIN_BEFORE_PARK`] has passed (at once while a slow client is not
+/// watched for); the runtime then parks, and returns at once if there is
+/// work.
 ///
 /// First, the calls answered since the last park are torn down: their
 /// answers are out, and the client is reading them meanwhile.
-fn watch_stdin() {
+fn watch_stdin(waiting: &Waiting) {
     Controller::finish_deferred_teardowns();
+    if waiting.answer_ready.swap(false, Ordering::AcqRel) || !waiting.should_watch() {
+        return;
+    }
     let deadline = Instant::now() + SPIN_BEFORE_PARK;
     let stdin = std::io::stdin();
     let mut ready = [PollFd::new(&stdin, PollFlags::IN)];
@@ -84,15 +129,16 @@ fn watch_stdin() {
         tv_nsec: 0,
     };
     while Instant::now() < deadline {
-        if CALL_FINISHED.swap(false, Ordering::AcqRel) {
+        if waiting.answer_ready.swap(false, Ordering::AcqRel) {
             return;
         }
         match rustix::event::poll(&mut ready, Some(&now)) {
             Ok(0) => std::hint::spin_loop(),
             // Readable, closed, or not pollable: nothing to wait for here.
-            Ok(_) | Err(_) => return,
+            Ok(_) | Err(_) => return waiting.saw_client(true),
         }
     }
+    waiting.saw_client(false);
 }
 
 /// stdin and stdout as async pipes, when both are pipes (as when a client
