@@ -29,12 +29,16 @@ mod audit;
 mod call;
 mod capability;
 mod check;
+/// The `toolwarden` binary's commands: its entry point, not library API.
+#[doc(hidden)]
 pub mod cli;
 mod config;
 mod controller;
 mod engine;
 mod error;
 mod export;
+/// Entry points for `cargo fuzz` and the fuzz tests; not library API.
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 mod guards;
@@ -57,8 +61,8 @@ mod turn;
 mod validation;
 mod workspace;
 
-pub use approval::{Approval, DEFAULT_APPROVAL_TTL};
-pub use audit::{DEFAULT_REDACT_KEYS, HeadCheck, Record, Verification};
+pub use approval::{Approval, ApprovalDecision};
+pub use audit::{HeadCheck, Record, Verification};
 pub use call::{
     CallId, CallRequest, CancelToken, MAX_ARGS_BYTES, Progress, ProgressSink, RawArgs, SessionId,
     Tracing,
@@ -67,24 +71,18 @@ pub use capability::{FsAccess, Grant, SandboxMode};
 pub use check::{Problem, Report};
 pub use config::{Config, ConfigBuilder, DEFAULT_CONFIG_FILE};
 pub use controller::{Controller, Inspection};
-pub use engine::PluginError;
+/// The tuned wasmtime configuration, for `make bench`'s bare-engine floor.
 #[doc(hidden)]
 pub use engine::engine_config;
-pub use engine::{
-    EPOCH_TICK, GUEST_WORKSPACE, LOAD_INSTANCES, LOG_BUDGET_BYTES, MAX_HANDLES, MAX_WASM_STACK,
-    OUTPUT_PIPE_BYTES, Origin,
-};
+pub use engine::{Origin, PluginError};
 pub use error::Error;
 pub use export::{Format, Unexportable};
 pub use guards::MAX_RESIDENT_SESSIONS;
 pub use limits::Limits;
-pub use mcp::PLUGIN_POLL;
 pub use outcome::{CallError, CallResult, ErrorCode, Status, TraceStep};
 pub use policy::{Decision, Verdict};
 pub use records::Records;
+pub use records::{AuditFilter, DB_FILE, HEAD_FILE, Head};
 pub use registry::{LoadFailure, Plugin, Registry, Tool};
-pub use schema::{
-    ANNOTATION_KEYWORDS, FORMATS, Schema, SchemaError, VALIDATION_KEYWORDS, Violation,
-};
+pub use schema::{Schema, SchemaError, Violation};
 pub use spec::{Effect, Effects, FsNeed, Risk, ToolSpec};
-pub use store::{AuditFilter, DB_FILE, HEAD_FILE, Head};

@@ -3,11 +3,12 @@
 //! them directly, so reviewing an approval never compiles a plugin; the
 //! controller holds the same records for its calls.
 
-use crate::approval::{Approval, Approvals};
+use crate::approval::{Approval, ApprovalDecision, Approvals};
 use crate::audit::{Audit, Event, Record, Redactor, Subject, Verification};
 use crate::config::Config;
 use crate::error::Error;
-use crate::store::{AuditFilter, Store, StoreError};
+pub use crate::store::{AuditFilter, DB_FILE, HEAD_FILE, Head};
+use crate::store::{Store, StoreError};
 use std::sync::Arc;
 
 #[derive(Debug)]
@@ -75,12 +76,12 @@ impl Records {
     pub fn decide(
         &self,
         id: &str,
-        approve: bool,
+        decision: ApprovalDecision,
         reason: Option<&str>,
     ) -> Result<Option<(Approval, bool)>, Error> {
         let decided = self
             .approvals
-            .decide(id, approve, reason)
+            .decide(id, decision, reason)
             .map_err(|e| self.state(e))?;
         if let Some((approval, true)) = &decided {
             let subject = Arc::new(Subject {
@@ -90,7 +91,7 @@ impl Records {
             });
             let event = Event::ApprovalDecided {
                 approval_id: id.to_owned(),
-                approved: approve,
+                approved: decision == ApprovalDecision::Approve,
                 reason: reason.map(str::to_owned),
             };
             self.audit.record_durably(&subject, vec![event])?;
@@ -108,7 +109,7 @@ impl Records {
 
     /// The audit chain's head (records and last hash), for anchoring it
     /// elsewhere; `None` before anything was recorded.
-    pub fn audit_head(&self) -> Result<Option<crate::store::Head>, Error> {
+    pub fn audit_head(&self) -> Result<Option<Head>, Error> {
         self.audit.head().map_err(|source| Error::Directory {
             what: "audit head",
             path: self.store().head_path(),

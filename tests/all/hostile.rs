@@ -36,24 +36,24 @@ fn loops_at_load_or_start_foreign_imports_and_lying_specs_are_refused_and_the_re
     let by_file = |name: &str| {
         failures
             .iter()
-            .find(|f| f.file.file_name().is_some_and(|n| n == name))
+            .find(|f| f.file().file_name().is_some_and(|n| n == name))
             .unwrap_or_else(|| panic!("{name} should fail to load: {failures:#?}"))
     };
     for looping in ["spin_at_load.wasm", "spin_at_start.wasm"] {
         let failure = by_file(looping);
         assert!(
-            matches!(&failure.error, PluginError::Describe(e) if e.code == ErrorCode::OutOfFuel || e.code == ErrorCode::Timeout),
+            matches!(&failure.error(), PluginError::Describe(e) if e.code == ErrorCode::OutOfFuel || e.code == ErrorCode::Timeout),
             "{failure}"
         );
     }
     let foreign = by_file("foreign_import.wasm");
     assert!(
-        matches!(&foreign.error, PluginError::WrongWorld(m) if m.contains("evil:plugin/net")),
+        matches!(&foreign.error(), PluginError::WrongWorld(m) if m.contains("evil:plugin/net")),
         "the error names the import: {foreign}"
     );
     let liar = by_file("lying_effects.wasm");
     assert!(
-        matches!(&liar.error, PluginError::Spec { tool, problem } if tool == "innocent_reader" && problem.contains("workspace-write")),
+        matches!(&liar.error(), PluginError::Spec { tool, problem } if tool == "innocent_reader" && problem.contains("workspace-write")),
         "{liar}"
     );
     assert_eq!(host.registry().tools().count(), 1, "calc still loads");

@@ -28,7 +28,7 @@ fn corrupt_and_broken_plugins_are_reported_and_the_good_ones_load() {
         .iter()
         .map(|f| {
             (
-                f.file.file_name().unwrap().to_string_lossy().into_owned(),
+                f.file().file_name().unwrap().to_string_lossy().into_owned(),
                 f.to_string(),
             )
         })
@@ -57,7 +57,7 @@ fn corrupt_and_broken_plugins_are_reported_and_the_good_ones_load() {
         failures[0].1
     );
     assert!(matches!(
-        host.registry().failures()[1].error,
+        host.registry().failures()[1].error(),
         PluginError::NotAComponent(_)
     ));
     assert_eq!(
@@ -219,7 +219,7 @@ fn a_schema_outside_the_enforced_subset_is_a_load_error_naming_plugin_tool_keywo
     let host = t.controller();
     let registry = host.registry();
     let failure = &registry.failures()[0];
-    let message = format!("{failure} (hint: {})", failure.error.hint());
+    let message = format!("{failure} (hint: {})", failure.error().hint());
     for part in [
         "bad_schema.wasm",
         "`loose`",
@@ -273,8 +273,8 @@ fn reload_adds_and_removes_plugins_and_rejects_newcomers_that_clash_or_break() {
         registry
             .get("read_file")
             .unwrap()
-            .plugin
-            .file
+            .plugin()
+            .file()
             .ends_with("fs.wasm")
     );
     assert_still_serves(&host);

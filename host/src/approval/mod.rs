@@ -158,6 +158,15 @@ pub struct Approvals {
     policy_hash: String,
 }
 
+/// What a person decides on a pending approval.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ApprovalDecision {
+    /// The call may run, once.
+    Approve,
+    /// It may not.
+    Deny,
+}
+
 /// What the approval step did to the approval book, for the audit log.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ApprovalStep {
@@ -324,13 +333,12 @@ impl Approvals {
     pub fn decide(
         &self,
         id: &str,
-        approve: bool,
+        decision: ApprovalDecision,
         reason: Option<&str>,
     ) -> Result<Option<(Approval, bool)>, StoreError> {
-        let state = if approve {
-            ApprovalState::Approved
-        } else {
-            ApprovalState::Denied
+        let state = match decision {
+            ApprovalDecision::Approve => ApprovalState::Approved,
+            ApprovalDecision::Deny => ApprovalState::Denied,
         };
         let row = self.store.decide_approval(id, state, reason, now_ms())?;
         Ok(row.map(|(row, changed)| (Approval::from(row), changed)))

@@ -14,6 +14,7 @@ mod writer;
 pub use redact::{DEFAULT_REDACT_KEYS, Redactor};
 pub use writer::Durability;
 
+use crate::outcome::{ErrorCode, Status};
 use crate::store::{AuditFilter, AuditRow, ExecutionRow, NewAuditRow, Store, StoreError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -66,14 +67,14 @@ pub enum Event {
     },
     /// What the policy decided.
     Policy {
-        verdict: &'static str,
+        verdict: crate::policy::Verdict,
         matched_rules: crate::policy::RuleNumbers,
         reason: Arc<str>,
     },
     /// The call stopped before running (unknown tool, invalid arguments,
     /// policy or guard denial, approval problem).
     Refused {
-        code: &'static str,
+        code: ErrorCode,
         message: String,
     },
     ApprovalAsked {
@@ -90,8 +91,8 @@ pub enum Event {
     },
     /// How the execution ended.
     Outcome {
-        status: &'static str,
-        code: Option<&'static str>,
+        status: Status,
+        code: Option<ErrorCode>,
         message: Option<String>,
         duration_us: u64,
         fuel_used: Option<u64>,
@@ -120,7 +121,7 @@ impl Event {
     /// The policy's decision, as recorded.
     pub fn policy(decision: &crate::policy::Decision) -> Event {
         Event::Policy {
-            verdict: decision.verdict.as_str(),
+            verdict: decision.verdict,
             matched_rules: decision.matched.clone(),
             reason: decision.reason.clone(),
         }

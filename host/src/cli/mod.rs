@@ -12,6 +12,7 @@ mod printer;
 
 pub use args::Cli;
 
+use crate::approval::ApprovalDecision;
 use crate::call::Tracing;
 use crate::config::{Config, ConfigBuilder, default_plugins_dir};
 use crate::error::Error;
@@ -171,12 +172,20 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
             ApprovalsCommand::Show { id, json } => {
                 commands::approvals::show(&config()?, &id, json, printer)
             }
-            ApprovalsCommand::Approve { id, reason } => {
-                commands::approvals::decide(&config()?, &id, true, reason, printer)
-            }
-            ApprovalsCommand::Deny { id, reason } => {
-                commands::approvals::decide(&config()?, &id, false, reason, printer)
-            }
+            ApprovalsCommand::Approve { id, reason } => commands::approvals::decide(
+                &config()?,
+                &id,
+                ApprovalDecision::Approve,
+                reason,
+                printer,
+            ),
+            ApprovalsCommand::Deny { id, reason } => commands::approvals::decide(
+                &config()?,
+                &id,
+                ApprovalDecision::Deny,
+                reason,
+                printer,
+            ),
         },
         Command::Audit {
             command: Some(AuditCommand::Verify { json }),

@@ -1,9 +1,13 @@
 //! Settings: where plugins, workspace and state live, the session's sandbox
-//! mode, resource limits, and the policy rules, resolved once into a
-//! [`Config`] by [`ConfigBuilder::build`].
+//! mode, and every step's section of `toolwarden.toml`, gathered once into
+//! a [`Config`] by [`ConfigBuilder::build`].
 //!
-//! Reading `toolwarden.toml` lives in [`file`]; this module decides defaults
-//! and checks rules that span settings. Nothing here runs a plugin.
+//! It only gathers: each step owns its section (the table, defaults, bounds
+//! and messages); [`file`] reads the file, hands each table to its owner and
+//! reports keys nobody claimed; this module places the directories, checks
+//! what spans settings (the state and plugins outside a writable workspace,
+//! trust in the file) and compiles the policy. No step imports it, and
+//! nothing here runs a plugin.
 
 mod file;
 mod private;

@@ -73,8 +73,8 @@ impl Trail {
     ) {
         let last = match (error, self.ran) {
             (error, true) => Event::Outcome {
-                status: status.as_str(),
-                code: error.as_ref().map(|e| e.code.as_str()),
+                status,
+                code: error.as_ref().map(|e| e.code),
                 message: error.as_ref().map(|e| e.message.clone()),
                 duration_us,
                 fuel_used: self.fuel_used,
@@ -82,11 +82,11 @@ impl Trail {
                 value,
             },
             (Some(e), false) => Event::Refused {
-                code: e.code.as_str(),
+                code: e.code,
                 message: e.message.clone(),
             },
             (None, false) => Event::Refused {
-                code: ErrorCode::HostError.as_str(),
+                code: ErrorCode::HostError,
                 message: "ended without running".into(),
             },
         };

@@ -21,10 +21,8 @@ mod setup;
 mod state;
 
 pub use error::{EngineError, PluginError};
-pub use guest::{GUEST_WORKSPACE, OUTPUT_PIPE_BYTES};
 pub use host::LOG_BUDGET_BYTES;
-pub use setup::{EPOCH_TICK, LOAD_INSTANCES, MAX_WASM_STACK, engine_config};
-pub use state::MAX_HANDLES;
+pub use setup::engine_config;
 pub(crate) use state::{CallState, HostState};
 
 use crate::limits::Limits;

@@ -9,6 +9,7 @@
 //! machinery then re-checks every binding of the call (tool, arguments,
 //! plugin, grant, policy) and consumes the approval once.
 
+use crate::approval::ApprovalDecision;
 use crate::call::SessionId;
 use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
 use std::collections::HashMap;
@@ -68,11 +69,20 @@ pub fn approval_form(message: String) -> Option<ElicitRequestParams> {
     })
 }
 
-/// Whether an elicitation answer (as the client sent it) approves.
-pub fn approves(action: &ElicitationAction, content: Option<&serde_json::Value>) -> bool {
-    *action == ElicitationAction::Accept
+/// What an elicitation answer (as the client sent it) decides: only an
+/// accepted form with `approve: true` approves.
+pub fn decision(
+    action: &ElicitationAction,
+    content: Option<&serde_json::Value>,
+) -> ApprovalDecision {
+    let approved = *action == ElicitationAction::Accept
         && content
             .and_then(|c| c.get("approve"))
             .and_then(serde_json::Value::as_bool)
-            == Some(true)
+            == Some(true);
+    if approved {
+        ApprovalDecision::Approve
+    } else {
+        ApprovalDecision::Deny
+    }
 }

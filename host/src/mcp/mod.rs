@@ -29,8 +29,7 @@ pub fn tool_json(spec: &crate::spec::ToolSpec) -> serde_json::Value {
     serde_json::to_value(convert::tool(spec)).unwrap_or_default()
 }
 
-pub use watch::PLUGIN_POLL;
-
+use crate::approval::ApprovalDecision;
 use crate::call::{CallRequest, Progress, ProgressSink, RawArgs, SessionId};
 use crate::controller::Controller;
 use crate::outcome::{CallResult, ErrorCode};
@@ -138,13 +137,12 @@ impl Server {
     }
 
     /// Records a person's answer to approval `id`; `false` if it could not be.
-    fn record_answer(&self, id: &str, approve: bool) -> bool {
-        let reason = if approve {
-            "approved by the user of the MCP client"
-        } else {
-            "declined by the user of the MCP client"
+    fn record_answer(&self, id: &str, decision: ApprovalDecision) -> bool {
+        let reason = match decision {
+            ApprovalDecision::Approve => "approved by the user of the MCP client",
+            ApprovalDecision::Deny => "declined by the user of the MCP client",
         };
-        match self.host.records().decide(id, approve, Some(reason)) {
+        match self.host.records().decide(id, decision, Some(reason)) {
             Ok(Some(_)) => true,
             Ok(None) => false,
             Err(e) => {
@@ -173,7 +171,7 @@ impl Server {
             }
             Err(_) => return false,
         };
-        self.record_answer(id, input::approves(&answer.action, answer.content.as_ref()))
+        self.record_answer(id, input::decision(&answer.action, answer.content.as_ref()))
     }
 
     /// For a 2026-07-28 client that can show a form: an `input_required`
@@ -230,11 +228,9 @@ impl Server {
             .as_ref()
             .and_then(|r| r.get(input::APPROVAL_INPUT))
             .and_then(|v| serde_json::from_value::<rmcp::model::ElicitResult>(v.clone()).ok());
-        let approve = answer
-            .as_ref()
-            .is_some_and(|a| input::approves(&a.action, a.content.as_ref()));
-        if answer.is_some() {
-            self.record_answer(&pending.approval_id, approve);
+        if let Some(answer) = &answer {
+            let decision = input::decision(&answer.action, answer.content.as_ref());
+            self.record_answer(&pending.approval_id, decision);
         }
         request.session = pending.session;
         request.approval = Some(pending.approval_id);

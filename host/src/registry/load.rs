@@ -21,8 +21,20 @@ pub(super) type Loaded = (Arc<Plugin>, Vec<Tool>);
 /// A plugin file that was skipped, and why.
 #[derive(Debug)]
 pub struct LoadFailure {
-    pub file: PathBuf,
-    pub error: PluginError,
+    pub(crate) file: PathBuf,
+    pub(crate) error: PluginError,
+}
+
+impl LoadFailure {
+    /// The plugin file that was skipped.
+    pub fn file(&self) -> &Path {
+        &self.file
+    }
+
+    /// Why it was skipped.
+    pub fn error(&self) -> &PluginError {
+        &self.error
+    }
 }
 
 impl fmt::Display for LoadFailure {

@@ -23,9 +23,9 @@ use std::sync::Arc;
 /// One loaded plugin file.
 #[derive(Debug)]
 pub struct Plugin {
-    pub file: PathBuf,
+    pub(crate) file: PathBuf,
     /// SHA-256 of the file, hex.
-    pub sha256: String,
+    pub(crate) sha256: String,
     pub(crate) loaded: LoadedPlugin,
     /// `file`'s last component, which policy rules match on every call.
     name: String,
@@ -44,6 +44,16 @@ impl Plugin {
         }
     }
 
+    /// The file it was loaded from.
+    pub fn file(&self) -> &Path {
+        &self.file
+    }
+
+    /// SHA-256 of the file, hex.
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+
     /// The plugin's file name, as policy rules match it (`fs.wasm`).
     pub fn file_name(&self) -> &str {
         &self.name
@@ -58,12 +68,24 @@ impl Plugin {
 /// One tool, ready to be called: its spec, compiled schemas and plugin.
 #[derive(Debug)]
 pub struct Tool {
-    pub spec: ToolSpec,
-    pub plugin: Arc<Plugin>,
+    pub(crate) spec: ToolSpec,
+    pub(crate) plugin: Arc<Plugin>,
     /// `spec.name`, shared with every record and reservation of its calls.
     pub(crate) name: Arc<str>,
     pub(crate) input: Schema,
     pub(crate) output: Option<Schema>,
+}
+
+impl Tool {
+    /// What the plugin declared for it.
+    pub fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    /// The plugin that serves it.
+    pub fn plugin(&self) -> &Arc<Plugin> {
+        &self.plugin
+    }
 }
 
 /// Every tool the host serves, by name.

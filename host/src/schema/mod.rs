@@ -11,8 +11,6 @@ mod compile;
 mod refs;
 mod validate;
 
-pub use compile::{ANNOTATION_KEYWORDS, FORMATS, VALIDATION_KEYWORDS};
-
 use serde_json::Value;
 use std::fmt;
 

@@ -1,6 +1,6 @@
 //! `toolwarden approvals list|show|approve|deny`.
 
-use crate::approval::Approval;
+use crate::approval::{Approval, ApprovalDecision};
 use crate::cli::ExitStatus;
 use crate::cli::printer::{Printer, timestamp};
 use crate::config::Config;
@@ -78,12 +78,12 @@ pub fn show(config: &Config, id: &str, json: bool, printer: Printer) -> Result<E
 pub fn decide(
     config: &Config,
     id: &str,
-    approve: bool,
+    decision: ApprovalDecision,
     reason: Option<String>,
     printer: Printer,
 ) -> Result<ExitStatus, Error> {
     let records = Records::open(config)?;
-    match records.decide(id, approve, reason.as_deref())? {
+    match records.decide(id, decision, reason.as_deref())? {
         None => {
             printer.error(
                 format!("there is no approval `{id}`"),
@@ -98,7 +98,7 @@ pub fn decide(
             );
             Ok(ExitStatus::Failure)
         }
-        Some((a, true)) if approve => {
+        Some((a, true)) if decision == ApprovalDecision::Approve => {
             printer.out(format!(
                 "approved `{id}`: `{}` may run once with exactly these arguments, in session `{}`, until {}.\n\
                  Run it with: toolwarden call {} '{}' --approval {id}",

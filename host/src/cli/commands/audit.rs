@@ -6,8 +6,7 @@ use crate::cli::args::AuditArgs;
 use crate::cli::printer::{Printer, timestamp};
 use crate::config::Config;
 use crate::error::Error;
-use crate::records::Records;
-use crate::store::{AuditFilter, now_ms};
+use crate::records::{AuditFilter, Records};
 
 /// `30s`, `10m`, `2h`, `7d` ago, or milliseconds since the epoch.
 fn since_ms(text: &str) -> Option<i64> {
@@ -23,7 +22,10 @@ fn since_ms(text: &str) -> Option<i64> {
         "d" => n * 86400,
         _ => return None,
     };
-    Some(now_ms() - seconds * 1000)
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    Some(now_ms - seconds * 1000)
 }
 
 pub fn list(config: &Config, args: &AuditArgs, printer: Printer) -> Result<ExitStatus, Error> {

@@ -1,5 +1,6 @@
 //! `toolwarden call TOOL [ARGS|-]`: one call through the full pipeline.
 
+use crate::approval::ApprovalDecision;
 use crate::call::{CallId, CallRequest, SessionId, Tracing};
 use crate::cli::ExitStatus;
 use crate::cli::printer::{Printer, timestamp};
@@ -94,13 +95,11 @@ fn prompt(host: &Controller, id: &str, printer: Printer) -> Result<bool, Error> 
     );
     let mut answer = String::new();
     let _ = std::io::stdin().lock().read_line(&mut answer);
-    let approve = matches!(answer.trim().to_lowercase().as_str(), "y" | "yes");
-    let reason = if approve {
-        "approved at the terminal prompt"
-    } else {
-        "declined at the terminal prompt"
+    let (decision, reason) = match answer.trim().to_lowercase().as_str() {
+        "y" | "yes" => (ApprovalDecision::Approve, "approved at the terminal prompt"),
+        _ => (ApprovalDecision::Deny, "declined at the terminal prompt"),
     };
-    match host.records().decide(id, approve, Some(reason))? {
+    match host.records().decide(id, decision, Some(reason))? {
         Some(_) => Ok(true),
         None => {
             printer.error(format!("approval `{id}` disappeared"), None);
