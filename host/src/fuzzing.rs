@@ -3,10 +3,10 @@
 //! arbitrary bytes and must return, whatever they are: a panic, a hang or an
 //! abort is a bug. Not part of the API.
 
-use crate::call::Arguments;
 use crate::config::parse_policy;
 use crate::engine::Engine;
 use crate::limits::Limits;
+use crate::materialize::Arguments;
 use crate::policy::Policy;
 use crate::schema::Schema;
 use crate::spec::{Effect, Effects, FsNeed, Risk, ToolSpec};

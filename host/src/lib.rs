@@ -43,6 +43,7 @@ mod export;
 pub mod fuzzing;
 mod guards;
 mod limits;
+mod materialize;
 mod mcp;
 mod outcome;
 mod output;

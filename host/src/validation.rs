@@ -3,7 +3,7 @@
 //! themselves (compiling, checking values) are [`crate::schema`]'s; this
 //! module only applies a tool's schema to a call.
 
-use crate::call::Arguments;
+use crate::materialize::Arguments;
 use crate::outcome::{CallError, ErrorCode};
 use crate::registry::ResolvedCall;
 use crate::schema::describe;

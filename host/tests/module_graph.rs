@@ -19,6 +19,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "private_file",
             "real_path",
             "call",
+            "materialize",
             "capability",
             "limits",
             "store",

@@ -12,9 +12,10 @@
 //! and only when every binding matches this call as prepared and decided
 //! again now. Nothing is ever cached as a permanent allow.
 
-use crate::call::{Arguments, CallRequest};
+use crate::call::CallRequest;
 use crate::capability::Grant;
 use crate::guards::AdmittedCall;
+use crate::materialize::Arguments;
 use crate::outcome::{CallError, ErrorCode};
 use crate::policy::Clearance;
 use crate::registry::Tool;

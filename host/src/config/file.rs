@@ -114,6 +114,7 @@ pub(super) struct FileError {
 }
 
 impl FileError {
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(super) fn message(&self) -> &str {
         &self.message
     }

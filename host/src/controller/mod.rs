@@ -12,11 +12,12 @@ mod trail;
 
 use crate::approval;
 use crate::audit::Event;
-use crate::call::{Arguments, CallRequest};
+use crate::call::CallRequest;
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::error::Error;
 use crate::guards::Guards;
+use crate::materialize::Arguments;
 use crate::outcome::{CallError, CallResult, ErrorCode, Status};
 use crate::output::{self, CheckedOutput};
 use crate::policy::{Decision, Explanation, Verdict};

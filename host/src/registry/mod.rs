@@ -10,9 +10,9 @@ mod load;
 
 pub use load::LoadFailure;
 
-use crate::call::Arguments;
 use crate::engine::PluginError;
 use crate::engine::{Engine, LoadedPlugin, Origin};
+use crate::materialize::Arguments;
 use crate::outcome::{CallError, ErrorCode};
 use crate::schema::Schema;
 use crate::spec::ToolSpec;

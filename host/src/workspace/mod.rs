@@ -25,9 +25,9 @@
 
 use crate::real_path as resolve;
 
-use crate::call::Arguments;
 use crate::capability::FsAccess;
 use crate::capability::SandboxMode;
+use crate::materialize::Arguments;
 use crate::outcome::CallError;
 use crate::validation::ValidatedCall;
 use cap_std::ambient_authority;

@@ -1,0 +1,128 @@
+//! The two ways an MCP client lets a person decide on an approval: a form
+//! elicitation mid-call (legacy clients that declared it), or, for a
+//! 2026-07-28 client, an `input_required` result whose retry carries the
+//! answer. Either way the answer goes through the approval book; this
+//! module never runs a call.
+
+use super::{ELICITATION_TIMEOUT, Server, input};
+use crate::approval::ApprovalDecision;
+use crate::call::CallRequest;
+use crate::outcome::{CallResult, ErrorCode};
+use rmcp::RoleServer;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ElicitRequest, ElicitRequestParams, InputRequest,
+    InputRequiredResult,
+};
+use rmcp::service::{Peer, RequestContext};
+
+impl Server {
+    /// What a person is shown to decide on approval `id`.
+    pub(super) fn approval_question(&self, id: &str) -> Option<ElicitRequestParams> {
+        let approval = self.host.records().approval(id).ok()??;
+        input::approval_form(format!(
+            "toolwarden: approve this one call?\n\ntool: {}\narguments: {}\ncapability: filesystem {}\nwhy the policy asks: {}",
+            approval.tool, approval.args, approval.capability, approval.reason
+        ))
+    }
+
+    /// Records a person's answer to approval `id`; `false` if it could not be.
+    pub(super) fn record_answer(&self, id: &str, decision: ApprovalDecision) -> bool {
+        let reason = match decision {
+            ApprovalDecision::Approve => "approved by the user of the MCP client",
+            ApprovalDecision::Deny => "declined by the user of the MCP client",
+        };
+        match self.host.records().decide(id, decision, Some(reason)) {
+            Ok(Some(_)) => true,
+            Ok(None) => false,
+            Err(e) => {
+                tracing::error!("cannot record the answer to approval {id}: {e}");
+                false
+            }
+        }
+    }
+
+    /// Asks the person behind a legacy client about a pending approval,
+    /// mid-call, and records the answer. `false` when there was no answer.
+    pub(super) async fn elicit(&self, peer: &Peer<RoleServer>, id: &str) -> bool {
+        let Some(params) = self.approval_question(id) else {
+            return false;
+        };
+        let answer = match tokio::time::timeout(
+            ELICITATION_TIMEOUT,
+            peer.create_elicitation(params),
+        )
+        .await
+        {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(e)) => {
+                tracing::warn!("elicitation for approval {id} failed: {e}");
+                return false;
+            }
+            Err(_) => return false,
+        };
+        self.record_answer(id, input::decision(&answer.action, answer.content.as_ref()))
+    }
+
+    /// For a 2026-07-28 client that can show a form: an `input_required`
+    /// result asking about approval `id`, with a single-use request state.
+    /// `None` when the client cannot be asked.
+    pub(super) fn ask_to_retry(
+        &self,
+        cx: &RequestContext<RoleServer>,
+        id: String,
+        request: &CallRequest,
+    ) -> Option<CallToolResponse> {
+        cx.client_capabilities()?.elicitation.as_ref()?;
+        let question = self.approval_question(&id)?;
+        let state = self.states.issue(input::Pending {
+            approval_id: id,
+            session: request.session.clone(),
+            tool: request.tool.clone(),
+        });
+        let requests = [(
+            input::APPROVAL_INPUT.to_owned(),
+            InputRequest::Elicitation(ElicitRequest::new(question)),
+        )]
+        .into();
+        Some(CallToolResponse::InputRequired(InputRequiredResult::new(
+            Some(requests),
+            Some(state),
+        )))
+    }
+
+    /// A 2026-07-28 client's retry with the person's answer: redeems the
+    /// request state (once), records the answer, and makes `request` carry
+    /// the approval and the session that asked. `Err` is the refusal to
+    /// return; nothing runs then.
+    pub(super) fn resume(
+        &self,
+        state: &str,
+        params: &CallToolRequestParams,
+        request: &mut CallRequest,
+    ) -> Result<(), Box<CallResult>> {
+        let refuse = |message: &str| {
+            let error = crate::outcome::CallError::new(ErrorCode::ApprovalInvalid, message);
+            Err(Box::new(self.host.refuse(request.clone(), error)))
+        };
+        let Some(pending) = self.states.redeem(state) else {
+            return refuse(
+                "the request state is unknown, expired or already used; call the tool again to be asked again",
+            );
+        };
+        if pending.tool != params.name {
+            return refuse("the request state belongs to a call of another tool; nothing ran");
+        }
+        let answer = params
+            .input_responses
+            .as_ref()
+            .and_then(|r| r.get(input::APPROVAL_INPUT))
+            .and_then(|v| serde_json::from_value::<rmcp::model::ElicitResult>(v.clone()).ok());
+        if let Some(answer) = &answer {
+            let decision = input::decision(&answer.action, answer.content.as_ref());
+            self.record_answer(&pending.approval_id, decision);
+        }
+        request.session = pending.session;
+        request.approval = Some(pending.approval_id);
+        Ok(())
+    }
+}

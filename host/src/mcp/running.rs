@@ -1,0 +1,137 @@
+//! Running one `tools/call` for a connection: its first poll on the
+//! connection's thread, the rest on the calls' runtime, cancellation when
+//! the client or the transport gives up, and the call's progress forwarded
+//! in order before its answer.
+
+use super::Server;
+use crate::call::{CallRequest, Progress, ProgressSink};
+use crate::outcome::{CallResult, ErrorCode};
+use rmcp::RoleServer;
+use rmcp::model::ProgressNotificationParam;
+use rmcp::service::RequestContext;
+use std::future::Future;
+use std::sync::Arc;
+use std::task::Poll;
+
+impl Server {
+    /// Runs the call: here, if it finishes in its first poll (most do: the
+    /// governed path and a short plugin call never wait), else on a task of
+    /// its own on the calls' runtime, so that it always finishes (and is
+    /// recorded) even if the transport drops this future; dropping it, or
+    /// the client's cancellation, cancels the call.
+    pub(super) async fn run(
+        &self,
+        request: CallRequest,
+        cx: &RequestContext<RoleServer>,
+    ) -> CallResult {
+        /// Cancels the call unless disarmed once the call has ended (the
+        /// token is shared with retries of the same request).
+        struct CancelOnDrop(Option<crate::call::CancelToken>);
+        impl Drop for CancelOnDrop {
+            fn drop(&mut self) {
+                if let Some(token) = self.0.take() {
+                    token.cancel();
+                }
+            }
+        }
+        let cancel = request.cancel.clone();
+        let (tool, call_id) = (request.tool.clone(), request.call_id.clone());
+        let host = Arc::clone(&self.host);
+        let mut call = match self.start(async move { host.handle(request).await }) {
+            Started::Finished(result) => return result,
+            Started::Elsewhere(task) => task,
+        };
+        let mut stop_if_abandoned = CancelOnDrop(Some(cancel.clone()));
+        let finished = tokio::select! {
+            result = &mut call => result,
+            _ = cx.ct.cancelled() => {
+                cancel.cancel();
+                call.await
+            }
+        };
+        stop_if_abandoned.0 = None;
+        finished.unwrap_or_else(|e| {
+            let error = crate::outcome::CallError::new(
+                ErrorCode::HostError,
+                format!("the call's task failed: {e}"),
+            );
+            let mut request = CallRequest::new(tool, "{}");
+            request.call_id = call_id;
+            self.host.refuse(request, error)
+        })
+    }
+}
+
+/// Where a call stands once started.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "lives on the stack for one match; boxing the result would cost an allocation per call"
+)]
+enum Started {
+    Finished(CallResult),
+    Elsewhere(tokio::task::JoinHandle<CallResult>),
+}
+
+impl Server {
+    /// Polls `call` once here; if it must wait, it goes on on the calls'
+    /// runtime. The box keeps the future where its first poll left it
+    /// (registered as a waiter, a timer armed) while it changes threads;
+    /// the task's first poll replaces the no-op waker, and wakers work
+    /// across runtimes.
+    fn start(&self, call: impl Future<Output = CallResult> + Send + 'static) -> Started {
+        let mut call = Box::pin(call);
+        let waker = std::task::Waker::noop();
+        match call
+            .as_mut()
+            .poll(&mut std::task::Context::from_waker(waker))
+        {
+            Poll::Ready(result) => Started::Finished(result),
+            Poll::Pending => {
+                let waiting = self.waiting.clone();
+                Started::Elsewhere(self.calls.spawn(async move {
+                    let result = call.await;
+                    if let Some(waiting) = waiting {
+                        waiting.answer_ready();
+                    }
+                    result
+                }))
+            }
+        }
+    }
+}
+
+/// Progress notifications waiting for one slow client, per call.
+const PROGRESS_QUEUE: usize = 64;
+
+/// Forwards a call's progress reports to the client, in order. The caller
+/// awaits the returned task after the call, so every notification is sent
+/// before the response (a client drops progress for a finished request).
+pub(super) fn progress_forwarder(
+    cx: &RequestContext<RoleServer>,
+) -> Option<(ProgressSink, tokio::task::JoinHandle<()>)> {
+    let token = cx.meta.get_progress_token()?;
+    let peer = cx.peer.clone();
+    // Bounded: the sandbox already lets through at most a report every
+    // few milliseconds, and a client that reads slower than that loses
+    // reports rather than holding the call's answer (or the host's memory).
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Progress>(PROGRESS_QUEUE);
+    let forwarder = tokio::spawn(async move {
+        while let Some(p) = rx.recv().await {
+            let mut param = ProgressNotificationParam::new(token.clone(), p.done as f64);
+            if let Some(total) = p.total {
+                param = param.with_total(total as f64);
+            }
+            if let Some(message) = p.message {
+                param = param.with_message(message);
+            }
+            if let Err(e) = peer.notify_progress(param).await {
+                tracing::debug!("cannot send a progress notification: {e}");
+            }
+        }
+    });
+    let sink = ProgressSink::new(move |p| {
+        // Full: the client is behind, and this report is dropped.
+        let _ = tx.try_send(p);
+    });
+    Some((sink, forwarder))
+}
