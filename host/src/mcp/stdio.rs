@@ -161,3 +161,52 @@ pub(super) fn pipes() -> Option<(pipe::Receiver, pipe::Sender)> {
         pipe::Sender::from_file(output).ok()?,
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Which of the next `n` parks would watch stdin.
+    fn next_watches(waiting: &Waiting, n: usize) -> Vec<bool> {
+        (0..n).map(|_| waiting.should_watch()).collect()
+    }
+
+    #[test]
+    fn a_client_that_keeps_up_is_always_watched_for() {
+        let waiting = Waiting::default();
+        for _ in 0..10 {
+            assert!(waiting.should_watch());
+            waiting.saw_client(true);
+        }
+    }
+
+    #[test]
+    fn misses_in_a_row_skip_twice_as_many_watches_up_to_the_cap() {
+        let waiting = Waiting::default();
+        let mut skipped = Vec::new();
+        assert!(waiting.should_watch());
+        for _ in 0..9 {
+            // The watch missed; count the parks that sleep at once until
+            // the next one watches again.
+            waiting.saw_client(false);
+            let mut n = 0;
+            while !waiting.should_watch() {
+                n += 1;
+            }
+            skipped.push(n);
+        }
+        assert_eq!(skipped, [2, 4, 8, 16, 32, 64, 64, 64, 64]);
+    }
+
+    #[test]
+    fn one_client_in_time_ends_the_backoff() {
+        let waiting = Waiting::default();
+        for _ in 0..5 {
+            waiting.saw_client(false);
+            while !waiting.should_watch() {}
+        }
+        waiting.saw_client(true);
+        waiting.saw_client(false);
+        assert_eq!(next_watches(&waiting, 3), [false, false, true]);
+    }
+}
