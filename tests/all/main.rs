@@ -8,6 +8,7 @@ mod approvals;
 mod audit;
 mod authoring;
 mod cli;
+mod contract;
 mod export;
 mod faults;
 mod fuzz;

@@ -1,0 +1,78 @@
+//! Plugins built against an earlier contract keep loading and working. The
+//! kept binaries in `tests/kept/` are never rebuilt (their SHA-256 is
+//! checked), so a host change that breaks what a 0.1.0 plugin relies on
+//! fails here.
+
+use crate::harness::{TestHost, runtime};
+use std::sync::{Arc, Mutex};
+use toolwarden::{CallRequest, Effect, ErrorCode, FsNeed, ProgressSink, Risk, Status};
+
+const KEPT_0_1_0: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/kept/contract-0.1.0.wasm");
+const KEPT_0_1_0_SHA256: &str = "fc26a2d4b99089b40772e5fc137d29ce0cafad40ad4ce51e61f991514b8ead88";
+
+#[test]
+fn a_plugin_built_against_0_1_0_loads_with_its_spec_as_declared() {
+    let t = TestHost::new(&[KEPT_0_1_0]);
+    let host = t.controller();
+    let registry = host.registry();
+    let tool = registry
+        .get("contract_read")
+        .expect("the 0.1.0 tool is served");
+    assert_eq!(
+        tool.plugin().sha256(),
+        KEPT_0_1_0_SHA256,
+        "the kept binary was replaced"
+    );
+    let spec = tool.spec();
+    assert_eq!(spec.title, "Contract 0.1.0 reader");
+    let effects: Vec<Effect> = spec.effects.iter().collect();
+    assert_eq!(effects, [Effect::ReadOnly, Effect::Idempotent]);
+    assert_eq!(spec.risk, Risk::Safe);
+    assert_eq!(spec.filesystem, FsNeed::ReadOnly);
+    assert_eq!(spec.timeout_ms, Some(5_000));
+    assert_eq!(spec.input_schema["properties"]["path"]["format"], "path");
+    assert!(spec.output_schema.is_some());
+}
+
+#[test]
+fn a_plugin_built_against_0_1_0_runs_with_the_host_interface_and_the_workspace() {
+    let t = TestHost::new(&[KEPT_0_1_0]);
+    t.file("notes.txt", "hello\nworld\n");
+    let host = t.controller();
+    let reports = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&reports);
+    let mut request = CallRequest::new("contract_read", r#"{"path":"notes.txt"}"#);
+    request.progress = Some(ProgressSink::new(move |p| {
+        seen.lock().unwrap().push((p.done, p.total));
+    }));
+    let r = runtime().block_on(host.handle(request));
+    assert_eq!(r.status, Status::Ok, "{r:#?}");
+    let value = r.value.as_ref().unwrap();
+    assert_eq!(value["bytes"], 12);
+    assert_eq!(value["first_line"], "hello");
+    assert_eq!(value["call_id"], r.call_id.as_str());
+    assert!(!value["session_id"].as_str().unwrap().is_empty());
+    assert_eq!(value["cancelled"], false);
+    assert_eq!(r.content.as_deref(), Some("first line: hello"));
+    let reports = reports.lock().unwrap();
+    assert_eq!(reports.first(), Some(&(0, Some(2))), "{reports:?}");
+}
+
+#[test]
+fn a_plugin_built_against_0_1_0_reports_its_own_errors() {
+    let t = TestHost::new(&[KEPT_0_1_0]);
+    t.file("notes.txt", "hello\n");
+    let host = t.controller();
+    for (args, expected) in [
+        (
+            r#"{"path":"notes.txt","fail":true}"#,
+            "the tool refused the arguments: asked to fail",
+        ),
+        (r#"{"path":"missing.txt"}"#, "not found: `missing.txt`"),
+    ] {
+        let r = runtime().block_on(host.handle(CallRequest::new("contract_read", args)));
+        assert_eq!(r.code(), Some(ErrorCode::ToolFailed), "{r:#?}");
+        let message = r.error.unwrap().message;
+        assert!(message.starts_with(expected), "{args}: {message}");
+    }
+}
