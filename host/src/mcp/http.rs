@@ -17,6 +17,7 @@ use axum::extract::Request;
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use axum::serve::ListenerExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use sha2::{Digest, Sha256};
@@ -166,7 +167,17 @@ pub async fn serve(host: Arc<Controller>, options: HttpOptions) -> Result<(), St
     }
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
-        .map_err(|e| format!("cannot listen on `{}`: {e}", options.addr))?;
+        .map_err(|e| format!("cannot listen on `{}`: {e}", options.addr))?
+        // A session-mode answer goes out in two writes (the headers with
+        // the SSE priming event, then the result). With Nagle's algorithm
+        // the second waited for the client's delayed ACK, ~40 ms, on every
+        // call from clients that keep the connection open (the official
+        // TypeScript SDK among them).
+        .tap_io(|tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::warn!("cannot turn off Nagle's algorithm on a connection: {e}");
+            }
+        });
     tracing::info!("serving MCP at http://{}/mcp", options.addr);
     let served = axum::serve(listener, router)
         .await
