@@ -49,7 +49,13 @@ test: setup build lint
 	$(CARGO) test --release --workspace
 	$(MAKE) py-test
 
+# The official MCP SDK clients row 9 of the benchmark drives over HTTP: the
+# TypeScript one pinned in bench/clients (Node >= 18), the Python one in .venv.
+bench/clients/node_modules/.installed: bench/clients/package-lock.json
+	cd bench/clients && npm ci --no-audit --no-fund
+	touch $@
+
 # What governance costs against bare wasmtime, and the other figures of the
 # README's performance section; JSON goes to target/bench/.
-bench: setup build
+bench: setup build $(VENV)/.installed bench/clients/node_modules/.installed
 	$(CARGO) run --release -p toolwarden-bench

@@ -10,7 +10,9 @@
 //! trips over MCP stdio with a bare JSON-RPC client, beside `ping` and `cat`,
 //! scheduled freely and on one core, with the client asleep in `read` while
 //! it waits (as SDK clients wait) and, freely scheduled, also polling; (8)
-//! peak RSS during 1,000 concurrent in-flight calls. The figures also go to
+//! peak RSS during 1,000 concurrent in-flight calls; (9) sequential
+//! `tools/call` round trips over Streamable HTTP with the official
+//! TypeScript and Python SDK clients. The figures also go to
 //! `target/bench/bench-<unix ms>.json`, so two runs can be compared. Timing
 //! belongs here, never in test assertions.
 //!
@@ -418,6 +420,9 @@ fn main() {
     if want(8) {
         rss_row(&controller, &mut out);
     }
+    if want(9) {
+        http_row(scale, &mut out);
+    }
     write_json(out);
 }
 
@@ -650,6 +655,110 @@ fn rss_row(controller: &Arc<Controller>, out: &mut Map<String, Value>) {
         "rss_1000_in_flight".into(),
         json!({ "before_mib": before >> 10, "peak_mib": peak >> 10, "after_mib": after >> 10 }),
     );
+}
+
+/// Row 9: sequential `tools/call`s of `calc` over Streamable HTTP against
+/// `serve --http` on loopback, with the official SDK clients as agents use
+/// them (`bench/clients`, pinned; `make bench` installs them). A client that
+/// cannot run here is reported as skipped, with why.
+fn http_row(scale: usize, out: &mut Map<String, Value>) {
+    let n = (200 * scale).to_string();
+    let binary = std::env::current_exe()
+        .expect("own path")
+        .with_file_name("toolwarden");
+    let host = Host::new(&[CALC]);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port();
+    let address = format!("127.0.0.1:{port}");
+    let mut server = std::process::Command::new(binary)
+        .args(["serve", "--http", &address])
+        .env("TOOLWARDEN_PLUGINS", &host.plugins)
+        .env("TOOLWARDEN_WORKSPACE", &host.workspace)
+        .env("TOOLWARDEN_STATE", &host.state)
+        .env("TOOLWARDEN_TRUST_CONFIG", "1")
+        .env_remove("TOOLWARDEN_CONFIG")
+        .env_remove("TOOLWARDEN_LOG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start serve --http");
+    let listening = Instant::now();
+    while std::net::TcpStream::connect(&address).is_err() {
+        assert!(
+            listening.elapsed() < Duration::from_secs(20),
+            "serve --http did not listen"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let url = format!("http://{address}/mcp");
+    let clients = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients");
+    let venv_python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python");
+    let runs = [
+        (
+            "typescript_sdk",
+            "TypeScript SDK",
+            PathBuf::from("node"),
+            clients.join("http_round_trip.mjs"),
+        ),
+        (
+            "python_sdk",
+            "Python SDK",
+            venv_python,
+            clients.join("http_round_trip.py"),
+        ),
+    ];
+    let mut row = Map::new();
+    for (key, label, program, script) in runs {
+        let ran = std::process::Command::new(&program)
+            .arg(&script)
+            .args([&url, &n])
+            .output();
+        let samples = ran
+            .map_err(|e| format!("cannot run `{}`: {e}", program.display()))
+            .and_then(|o| {
+                if o.status.success() {
+                    serde_json::from_slice::<Value>(&o.stdout).map_err(|e| e.to_string())
+                } else {
+                    Err(String::from_utf8_lossy(&o.stderr)
+                        .lines()
+                        .last()
+                        .unwrap_or("")
+                        .to_owned())
+                }
+            })
+            .and_then(|v| {
+                v["ms"]
+                    .as_array()
+                    .map(|ms| {
+                        ms.iter()
+                            .filter_map(Value::as_f64)
+                            .map(|m| Duration::from_secs_f64(m / 1e3))
+                            .collect::<Vec<_>>()
+                    })
+                    .filter(|ms| !ms.is_empty())
+                    .ok_or_else(|| "no samples".to_owned())
+            });
+        match samples {
+            Ok(samples) => {
+                let summary = summarize(samples);
+                summary.line(&format!(
+                    "9. HTTP tools/call round trip, official {label} client"
+                ));
+                row.insert(key.into(), summary.json());
+            }
+            Err(why) => {
+                println!(
+                    "9. HTTP tools/call round trip, official {label} client: skipped ({why}; `make bench` installs the clients)"
+                );
+                row.insert(key.into(), json!({ "skipped": why }));
+            }
+        }
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    out.insert("mcp_http_round_trip".into(), Value::Object(row));
 }
 
 fn write_json(out: Map<String, Value>) {
