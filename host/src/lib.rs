@@ -63,7 +63,9 @@ mod validation;
 mod workspace;
 
 pub use approval::{Approval, ApprovalDecision};
-pub use audit::{HeadCheck, Record, Verification};
+pub use audit::{
+    ApprovalStats, HeadCheck, Record, SessionStats, Spread, Stats, ToolStats, Verification,
+};
 pub use call::{
     CallId, CallRequest, CancelToken, MAX_ARGS_BYTES, Progress, ProgressSink, RawArgs, SessionId,
     Tracing,

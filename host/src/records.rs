@@ -4,7 +4,7 @@
 //! controller holds the same records for its calls.
 
 use crate::approval::{Approval, ApprovalDecision, Approvals};
-use crate::audit::{Audit, Event, Record, Redactor, Subject, Verification};
+use crate::audit::{Audit, Event, Record, Redactor, Stats, Subject, Verification};
 use crate::config::Config;
 use crate::error::Error;
 pub use crate::store::{AuditFilter, DB_FILE, HEAD_FILE, Head};
@@ -101,6 +101,11 @@ impl Records {
 
     pub fn audit(&self, filter: &AuditFilter) -> Result<Vec<Record>, Error> {
         self.audit.records(filter).map_err(|e| self.state(e))
+    }
+
+    /// How each tool behaved over the records `filter` selects.
+    pub fn stats(&self, filter: &AuditFilter) -> Result<Stats, Error> {
+        Ok(crate::audit::stats(&self.audit(filter)?))
     }
 
     pub fn verify(&self) -> Result<Verification, Error> {

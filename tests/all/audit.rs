@@ -4,7 +4,7 @@
 use crate::harness::{TestHost, run_cli};
 use serde_json::Value;
 use std::sync::Arc;
-use toolwarden::{CallRequest, SandboxMode, Status, Verification};
+use toolwarden::{CallRequest, ErrorCode, SandboxMode, Status, Verification};
 use toolwarden_tests::{CALC, FS, HOSTILE};
 
 fn json(text: &str) -> Value {
@@ -411,4 +411,83 @@ fn a_burst_beyond_the_writers_queue_is_recorded_whole() {
         Verification::Intact { records, .. } => assert_eq!(records - before, 3 * CALLS as i64),
         broken => panic!("{broken:?}"),
     }
+}
+
+#[test]
+fn stats_count_a_known_sequence_of_calls() {
+    let t = host();
+    {
+        let host = t.controller();
+        let in_session = |tool: &str, args: &str| {
+            let mut request = toolwarden::CallRequest::new(tool, args);
+            request.session = toolwarden::SessionId::from("s1".to_owned());
+            crate::harness::runtime().block_on(host.handle(request))
+        };
+        for _ in 0..3 {
+            assert_eq!(
+                in_session("calc", r#"{"op":"add","a":1,"b":2}"#).status,
+                Status::Ok
+            );
+        }
+        assert_eq!(
+            in_session("calc", r#"{"op":"add"}"#).code(),
+            Some(ErrorCode::InvalidArgs)
+        );
+        assert_eq!(
+            in_session("list_dir", r#"{"path":"."}"#).status,
+            Status::PendingApproval
+        );
+        assert_eq!(
+            in_session("hostile_spin", "{}").code(),
+            Some(ErrorCode::PolicyDenied)
+        );
+    }
+    let (code, stdout, stderr) = run_cli(t.cli().args(["audit", "stats", "--json"]));
+    assert_eq!(code, 0, "{stderr}");
+    let stats = json(&stdout);
+    let calc = &stats["tools"]["calc"];
+    assert_eq!(calc["calls"], 4);
+    assert_eq!(
+        calc["outcomes"],
+        serde_json::json!({ "ok": 3, "INVALID_ARGS": 1 })
+    );
+    assert_eq!(calc["rates"]["ok"], 0.75);
+    assert!(calc["duration_us"]["p50"].as_u64().unwrap() > 0, "{calc}");
+    assert!(calc["fuel"]["p99"].as_u64().unwrap() >= calc["fuel"]["p50"].as_u64().unwrap());
+    let listing = &stats["tools"]["list_dir"];
+    assert_eq!(listing["approvals"]["asked"], 1);
+    assert_eq!(
+        listing["outcomes"],
+        serde_json::json!({ "APPROVAL_REQUIRED": 1 })
+    );
+    assert_eq!(
+        stats["tools"]["hostile_spin"]["outcomes"]["POLICY_DENIED"],
+        1
+    );
+    assert_eq!(stats["sessions"]["s1"]["longest_repeat"], 3);
+
+    let (_, stdout, _) = run_cli(t.cli().args(["audit", "stats", "--json", "--tool", "calc"]));
+    let tools: Vec<String> = json(&stdout)["tools"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(tools, ["calc"]);
+    let (code, stdout, _) = run_cli(t.cli().args(["audit", "stats"]));
+    assert_eq!(code, 0);
+    let calc_line = stdout
+        .lines()
+        .find(|l| l.starts_with("calc "))
+        .unwrap_or_default();
+    assert!(
+        calc_line.contains("75.0%") && calc_line.contains("INVALID_ARGS 1"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("the same call 3 times in a row"),
+        "{stdout}"
+    );
+    let (code, _, stderr) = run_cli(t.cli().args(["audit", "stats", "--since", "yesterday"]));
+    assert_eq!(code, 2, "{stderr}");
 }

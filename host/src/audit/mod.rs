@@ -9,9 +9,11 @@
 //! Arguments and outputs pass through a [`Redactor`] before they are stored.
 
 mod redact;
+mod stats;
 mod writer;
 
 pub use redact::{DEFAULT_REDACT_KEYS, Redactor};
+pub use stats::{ApprovalStats, SessionStats, Spread, Stats, ToolStats, stats};
 pub use writer::Durability;
 
 use crate::outcome::{ErrorCode, Status};

@@ -222,6 +222,18 @@ pub enum AuditCommand {
         #[arg(long)]
         json: bool,
     },
+    /// How each tool behaved: calls, outcomes, refusals, approvals, duration, fuel, output size
+    Stats {
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+        /// Only records this recent: 30s, 10m, 2h, 7d, or milliseconds since the epoch
+        #[arg(long, value_name = "WHEN")]
+        since: Option<String>,
+        /// Only this tool
+        #[arg(long)]
+        tool: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -196,6 +196,10 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
             ..
         } => commands::audit::head(&config()?, json, printer),
         Command::Audit {
+            command: Some(AuditCommand::Stats { json, since, tool }),
+            ..
+        } => commands::audit::stats(&config()?, json, since.as_deref(), tool, printer),
+        Command::Audit {
             command: None,
             filter,
         } => commands::audit::list(&config()?, &filter, printer),

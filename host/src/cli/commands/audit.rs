@@ -28,17 +28,25 @@ fn since_ms(text: &str) -> Option<i64> {
     Some(now_ms - seconds * 1000)
 }
 
-pub fn list(config: &Config, args: &AuditArgs, printer: Printer) -> Result<ExitStatus, Error> {
-    let since = match args.since.as_deref().map(|s| (s, since_ms(s))) {
-        None => None,
-        Some((_, Some(ms))) => Some(ms),
+/// `--since`, read; `Err` once the mistake is printed.
+fn since(text: Option<&str>, printer: &Printer) -> Result<Option<i64>, ExitStatus> {
+    match text.map(|s| (s, since_ms(s))) {
+        None => Ok(None),
+        Some((_, Some(ms))) => Ok(Some(ms)),
         Some((text, None)) => {
             printer.error(
                 format!("`--since {text}` is not a time"),
                 Some("use 30s, 10m, 2h, 7d, or milliseconds since the epoch"),
             );
-            return Ok(ExitStatus::Error);
+            Err(ExitStatus::Error)
         }
+    }
+}
+
+pub fn list(config: &Config, args: &AuditArgs, printer: Printer) -> Result<ExitStatus, Error> {
+    let since = match since(args.since.as_deref(), &printer) {
+        Ok(since) => since,
+        Err(status) => return Ok(status),
     };
     let filter = AuditFilter {
         since_ms: since,
@@ -71,6 +79,80 @@ pub fn list(config: &Config, args: &AuditArgs, printer: Printer) -> Result<ExitS
             r.kind
         ));
     }
+    Ok(ExitStatus::Success)
+}
+
+pub fn stats(
+    config: &Config,
+    json: bool,
+    since_text: Option<&str>,
+    tool: Option<String>,
+    printer: Printer,
+) -> Result<ExitStatus, Error> {
+    let since_ms = match since(since_text, &printer) {
+        Ok(since) => since,
+        Err(status) => return Ok(status),
+    };
+    let filter = AuditFilter {
+        since_ms,
+        tool,
+        call_id: None,
+        limit: None,
+    };
+    let stats = Records::open(config)?.stats(&filter)?;
+    if json {
+        printer.json(&stats);
+        return Ok(ExitStatus::Success);
+    }
+    if stats.tools.is_empty() {
+        printer.out("no calls recorded");
+        return Ok(ExitStatus::Success);
+    }
+    printer.out(format!(
+        "{:24} {:>6} {:>7}  {:>9} {:>9} {:>9}  {:>5} {:>6} {:>8}  outcomes",
+        "tool", "calls", "ok", "p50 ms", "p95 ms", "p99 ms", "dups", "budget", "approvals"
+    ));
+    let ms = |us: u64| format!("{:.2}", us as f64 / 1e3);
+    for (name, t) in &stats.tools {
+        let ok = t.rates.get("ok").copied().unwrap_or(0.0);
+        let outcomes: Vec<String> = t
+            .outcomes
+            .iter()
+            .filter(|(outcome, _)| *outcome != "ok")
+            .map(|(outcome, n)| format!("{outcome} {n}"))
+            .collect();
+        let a = &t.approvals;
+        printer.out(format!(
+            "{name:24} {:>6} {:>6.1}%  {:>9} {:>9} {:>9}  {:>5} {:>6} {:>8}  {}",
+            t.calls,
+            ok * 100.0,
+            ms(t.duration_us.p50),
+            ms(t.duration_us.p95),
+            ms(t.duration_us.p99),
+            t.duplicates_refused,
+            t.budget_stops,
+            format!("{}/{}/{}/{}", a.asked, a.approved, a.denied, a.expired),
+            outcomes.join(", ")
+        ));
+    }
+    let repeating: Vec<String> = stats
+        .sessions
+        .iter()
+        .filter(|(_, s)| s.longest_repeat > 2)
+        .map(|(id, s)| {
+            format!(
+                "{id} ({} calls, the same call {} times in a row)",
+                s.calls, s.longest_repeat
+            )
+        })
+        .collect();
+    if !repeating.is_empty() {
+        printer.out(format!(
+            "sessions repeating themselves: {}",
+            repeating.join("; ")
+        ));
+    }
+    printer.out("approvals: asked/approved/denied/expired; `--json` for every figure (fuel, output size, per session)");
     Ok(ExitStatus::Success)
 }
 
