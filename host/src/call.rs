@@ -1,7 +1,7 @@
 //! Plain values every step shares: who is calling what, with which arguments.
 //!
 //! A [`CallRequest`] is what arrives from an agent (CLI, MCP, library); its
-//! arguments stay [`RawArgs`] until [`crate::materialize`] turns them into
+//! arguments stay [`RawArgs`] until the materialize step turns them into
 //! the canonical, digested form every later step uses.
 
 use serde_json::Value;

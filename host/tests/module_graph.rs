@@ -3,7 +3,8 @@
 //! rules out every cycle and keeps the pipeline steps in pipeline order (a
 //! step never reaches into a later step, `config` only gathers, and the
 //! edges sit on top). It reads the crate's own sources: every
-//! `crate::<module>` path outside comments counts, `use` or not.
+//! `crate::<module>` path outside plain comments counts, in code or in a
+//! doc comment, `use` or not.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -72,11 +73,13 @@ fn owner(file: &Path) -> Option<String> {
     (!matches!(name, "lib" | "main")).then(|| name.to_owned())
 }
 
-/// Source text without `//` comments (doc comments included), so prose
-/// that names a module is not a dependency.
+/// Source text without plain `//` comments. Doc comments stay: a doc link
+/// (`[`crate::x`]`) ties the docs of one module to another as much as a
+/// `use` does, so a module's docs may name only modules below it too.
 fn code(text: &str) -> String {
     text.lines()
         .map(|line| match line.find("//") {
+            Some(at) if line[at..].starts_with("///") || line[at..].starts_with("//!") => line,
             // `"//"` inside a string literal ends the line early; that only
             // drops code, never adds a dependency.
             Some(at) => &line[..at],
@@ -200,4 +203,9 @@ fn the_reader_sees_grouped_and_nested_imports() {
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     assert_eq!(names, ["a", "comment", "d", "e", "g"]);
     assert!(named_modules(&code("// crate::comment\nlet x = 1;")).is_empty());
+    let documented = named_modules(&code("/// See [`crate::docs`].\n//! [`crate::inner`]"));
+    assert_eq!(
+        documented.into_iter().collect::<Vec<_>>(),
+        ["docs", "inner"]
+    );
 }

@@ -4,7 +4,7 @@
 //! Owns the enforced JSON Schema subset: [`Schema::compile`] runs once per
 //! tool when its plugin loads and refuses any keyword it would not enforce;
 //! [`Schema::violations`] checks a value. A plain library below the steps:
-//! it knows nothing of calls or tools ([`crate::validation`] applies a
+//! it knows nothing of calls or tools (the validation step applies a
 //! tool's schema to a call), and never decides whether a call is allowed.
 
 mod compile;
