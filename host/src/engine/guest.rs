@@ -71,11 +71,11 @@ pub(crate) fn new_store(
     match grant.fs {
         FsAccess::None => {}
         FsAccess::ReadOnly => {
-            wasi.preopened_dir(&engine.workspace, GUEST_WORKSPACE, FsPerms::ReadOnly)
+            wasi.preopened_dir(engine.workspace.path(), GUEST_WORKSPACE, FsPerms::ReadOnly)
                 .map_err(host_error)?;
         }
         FsAccess::ReadWrite => {
-            wasi.preopened_dir(&engine.workspace, GUEST_WORKSPACE, FsPerms::ReadWrite)
+            wasi.preopened_dir(engine.workspace.path(), GUEST_WORKSPACE, FsPerms::ReadWrite)
                 .map_err(host_error)?;
         }
     }
@@ -89,7 +89,7 @@ pub(crate) fn new_store(
             refused_memory: false,
         },
         host,
-        links: (grant.fs == FsAccess::ReadWrite).then(|| engine.link_root.clone()),
+        links: (grant.fs == FsAccess::ReadWrite).then(|| engine.workspace.clone()),
     };
     let mut store = Store::new(&engine.wasmtime, state);
     store.limiter(|s| &mut s.limiter);

@@ -48,6 +48,11 @@ impl LinkRoot {
         LinkRoot { root: root.into() }
     }
 
+    /// Its canonical host path.
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+
     fn dir(&self) -> Option<Dir> {
         Dir::open_ambient_dir(&self.root, cap_std::ambient_authority()).ok()
     }
@@ -69,7 +74,7 @@ pub(super) fn shadow(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
         "[method]descriptor.symlink-at",
         |mut store, (fd, target, at): (Resource<Descriptor>, String, String)| {
             Box::new(async move {
-                if let Some(refused) = check_symlink(store.data_mut(), &fd, &target, &at) {
+                if let Err(refused) = check_symlink(store.data_mut(), &fd, &target, &at) {
                     return Ok((Err(refused),));
                 }
                 let mut fs = store.data_mut().filesystem();
@@ -119,7 +124,7 @@ pub(super) fn shadow(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
             String,
         )| {
             Box::new(async move {
-                if let Some(refused) = check_hard_link(store.data_mut(), &fd, &from, &new_fd, &to) {
+                if let Err(refused) = check_hard_link(store.data_mut(), &fd, &from, &new_fd, &to) {
                     return Ok((Err(refused),));
                 }
                 let mut fs = store.data_mut().filesystem();
@@ -162,11 +167,14 @@ struct Scope {
 
 impl Scope {
     /// `None` when the call has no writable workspace: wasmtime-wasi then
-    /// refuses the operation itself.
-    fn of(state: &CallState) -> Option<Scope> {
-        let root = state.links.clone()?;
-        let workspace = root.dir()?;
-        Some(Scope { root, workspace })
+    /// refuses the operation itself. A workspace that cannot be opened to
+    /// check against refuses the operation: nothing goes through unchecked.
+    fn of(state: &CallState) -> Result<Option<Scope>, ErrorCode> {
+        let Some(root) = state.links.clone() else {
+            return Ok(None);
+        };
+        let workspace = root.dir().ok_or(ErrorCode::NotPermitted)?;
+        Ok(Some(Scope { root, workspace }))
     }
 
     fn resolve(&self, text: &str) -> Result<String, ErrorCode> {
@@ -196,6 +204,12 @@ impl Scope {
         let parent = parent.to_str().ok_or(ErrorCode::NotPermitted)?;
         self.resolve(&joined(parent, target)).map(drop)
     }
+
+    /// Refuses a link with `target` that would stand at `path` under `dir`
+    /// unless it leads inside the workspace from there.
+    fn link_at(&self, dir: &std::fs::File, path: &str, target: &Path) -> Result<(), ErrorCode> {
+        self.link_stays_inside(&self.entry(dir, path)?, target)
+    }
 }
 
 fn joined(base: &str, rest: &Path) -> String {
@@ -207,19 +221,21 @@ fn joined(base: &str, rest: &Path) -> String {
     }
 }
 
+/// `Err` refuses the operation; `Ok` lets wasmtime-wasi carry it out (and
+/// refuse it itself, for a descriptor that is no directory).
 fn check_symlink(
     state: &mut CallState,
     fd: &Resource<Descriptor>,
     target: &str,
     at: &str,
-) -> Option<ErrorCode> {
-    let scope = Scope::of(state)?;
-    let dir = host_dir(state, fd.rep())?;
-    let at = match scope.entry(&dir, at) {
-        Ok(at) => at,
-        Err(refused) => return Some(refused),
+) -> Result<(), ErrorCode> {
+    let Some(scope) = Scope::of(state)? else {
+        return Ok(());
     };
-    scope.link_stays_inside(&at, Path::new(target)).err()
+    let Some(dir) = host_dir(state, fd.rep()) else {
+        return Ok(());
+    };
+    scope.link_at(&dir, at, Path::new(target))
 }
 
 /// A hard link to a symlink is a second copy of that symlink; a hard link
@@ -230,15 +246,17 @@ fn check_hard_link(
     from: &str,
     new_fd: &Resource<Descriptor>,
     to: &str,
-) -> Option<ErrorCode> {
-    let scope = Scope::of(state)?;
-    let source = host_dir(state, fd.rep())?;
-    let source = cap_dir(&source)?;
-    let target = symlink_target(&source, from)?;
-    let new_dir = host_dir(state, new_fd.rep())?;
-    match scope.entry(&new_dir, to) {
-        Ok(at) => scope.link_stays_inside(&at, &target).err(),
-        Err(refused) => Some(refused),
+) -> Result<(), ErrorCode> {
+    let Some(scope) = Scope::of(state)? else {
+        return Ok(());
+    };
+    let (Some(old_dir), Some(new_dir)) = (host_dir(state, fd.rep()), host_dir(state, new_fd.rep()))
+    else {
+        return Ok(());
+    };
+    match kind_of(&cap_dir(&old_dir)?, from)? {
+        Kind::Link(target) => scope.link_at(&new_dir, to, &target),
+        Kind::Directory | Kind::Other => Ok(()),
     }
 }
 
@@ -258,42 +276,34 @@ fn check_move(
     new_fd: &Resource<Descriptor>,
     to: &str,
 ) -> Result<Option<CarriedLinks>, ErrorCode> {
-    let Some(scope) = Scope::of(state) else {
+    let Some(scope) = Scope::of(state)? else {
         return Ok(None);
     };
     let (Some(old_dir), Some(new_dir)) = (host_dir(state, fd.rep()), host_dir(state, new_fd.rep()))
     else {
         return Ok(None);
     };
-    let Some(source) = cap_dir(&old_dir) else {
-        return Ok(None);
-    };
-    let Ok(meta) = source.symlink_metadata(from) else {
-        return Ok(None);
-    };
-    if meta.file_type().is_symlink() {
-        let target = symlink_target(&source, from).ok_or(ErrorCode::NotPermitted)?;
-        let at = scope.entry(&new_dir, to)?;
-        scope.link_stays_inside(&at, &target)?;
-        return Ok(None);
+    let source = cap_dir(&old_dir)?;
+    match kind_of(&source, from)? {
+        Kind::Link(target) => scope.link_at(&new_dir, to, &target).map(|()| None),
+        Kind::Other => Ok(None),
+        Kind::Directory => {
+            let moved = source.open_dir(from).map_err(|_| ErrorCode::NotPermitted)?;
+            let links = links_within(&moved)?;
+            if links.is_empty() {
+                return Ok(None);
+            }
+            if cap_dir(&new_dir)?.symlink_metadata(to).is_ok() {
+                return Err(ErrorCode::NotPermitted);
+            }
+            Ok(Some(links))
+        }
     }
-    if !meta.is_dir() {
-        return Ok(None);
-    }
-    let moved = source.open_dir(from).map_err(|_| ErrorCode::NotPermitted)?;
-    let links = links_within(&moved)?;
-    if links.is_empty() {
-        return Ok(None);
-    }
-    let destination = cap_dir(&new_dir).ok_or(ErrorCode::NotPermitted)?;
-    if destination.symlink_metadata(to).is_ok() {
-        return Err(ErrorCode::NotPermitted);
-    }
-    Ok(Some(links))
 }
 
 /// After a directory moved to `to`, checks each link it carried at its new
-/// place; if one leads out, moves the directory back and refuses.
+/// place; if one leads out, or the check cannot be made, moves the
+/// directory back and refuses.
 fn undo_if_escaping(
     state: &mut CallState,
     old_fd: u32,
@@ -302,20 +312,23 @@ fn undo_if_escaping(
     to: &str,
     links: &CarriedLinks,
 ) -> Option<ErrorCode> {
-    let scope = Scope::of(state)?;
     let (old_dir, new_dir) = (host_dir(state, old_fd)?, host_dir(state, new_fd)?);
-    let escapes = match scope.entry(&new_dir, to) {
-        Ok(place) => links.iter().any(|(inside, target)| {
-            let at = joined(&place, inside);
-            scope.link_stays_inside(&at, target).is_err()
-        }),
-        Err(_) => true,
+    let carried_stay_inside = |scope: &Scope| -> Result<(), ErrorCode> {
+        let place = scope.entry(&new_dir, to)?;
+        links.iter().try_for_each(|(inside, target)| {
+            scope.link_stays_inside(&joined(&place, inside), target)
+        })
     };
-    if !escapes {
+    let checked = match Scope::of(state) {
+        Ok(Some(scope)) => carried_stay_inside(&scope),
+        Ok(None) => Ok(()),
+        Err(refused) => Err(refused),
+    };
+    if checked.is_ok() {
         return None;
     }
     let undone = match (cap_dir(&new_dir), cap_dir(&old_dir)) {
-        (Some(new_dir), Some(old_dir)) => new_dir.rename(to, &old_dir, from).is_ok(),
+        (Ok(new_dir), Ok(old_dir)) => new_dir.rename(to, &old_dir, from).is_ok(),
         _ => false,
     };
     if !undone {
@@ -328,17 +341,33 @@ fn undo_if_escaping(
     Some(ErrorCode::NotPermitted)
 }
 
-fn cap_dir(file: &std::fs::File) -> Option<Dir> {
-    Some(Dir::from_std_file(file.try_clone().ok()?))
+fn cap_dir(file: &std::fs::File) -> Result<Dir, ErrorCode> {
+    let file = file.try_clone().map_err(|_| ErrorCode::Io)?;
+    Ok(Dir::from_std_file(file))
 }
 
-/// The target of the symlink at `path`, or `None` if it is not one.
-fn symlink_target(dir: &Dir, path: &str) -> Option<PathBuf> {
-    let meta = dir.symlink_metadata(path).ok()?;
-    if !meta.file_type().is_symlink() {
-        return None;
+/// What a path names, its last component not followed.
+enum Kind {
+    Link(PathBuf),
+    Directory,
+    /// A file, or nothing there (the operation then fails on its own).
+    Other,
+}
+
+fn kind_of(dir: &Dir, path: &str) -> Result<Kind, ErrorCode> {
+    let Ok(meta) = dir.symlink_metadata(path) else {
+        return Ok(Kind::Other);
+    };
+    if meta.file_type().is_symlink() {
+        let target = dir
+            .read_link_contents(path)
+            .map_err(|_| ErrorCode::NotPermitted)?;
+        Ok(Kind::Link(target))
+    } else if meta.is_dir() {
+        Ok(Kind::Directory)
+    } else {
+        Ok(Kind::Other)
     }
-    dir.read_link_contents(path).ok()
 }
 
 /// Every symlink under `dir`, never following one, at most

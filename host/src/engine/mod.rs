@@ -29,7 +29,7 @@ use crate::limits::Limits;
 use crate::spec::ToolSpec;
 use bindings::PluginPre;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use wasmtime::component::{Component, HasSelf, Linker};
 
 /// Where a loaded plugin's compiled code came from.
@@ -72,8 +72,9 @@ pub struct Engine {
     wasmtime: wasmtime::Engine,
     linker: Linker<CallState>,
     cache: cache::Cache,
-    workspace: PathBuf,
-    link_root: links::LinkRoot,
+    /// The workspace preopened for calls that are granted it, and the
+    /// root the link checks hold it to.
+    workspace: links::LinkRoot,
     limits: Limits,
     ticker: setup::Ticker,
 }
@@ -81,7 +82,7 @@ pub struct Engine {
 impl fmt::Debug for Engine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Engine")
-            .field("workspace", &self.workspace)
+            .field("workspace", &self.workspace.path())
             .field("limits", &self.limits)
             .finish()
     }
@@ -104,8 +105,7 @@ impl Engine {
             wasmtime: engine,
             linker,
             cache,
-            workspace: workspace.to_owned(),
-            link_root: links::LinkRoot::new(workspace),
+            workspace: links::LinkRoot::new(workspace),
             limits: limits.clone(),
             ticker,
         })
