@@ -672,14 +672,8 @@ fn http_row(scale: usize, out: &mut Map<String, Value>) {
         .expect("a free loopback port")
         .port();
     let address = format!("127.0.0.1:{port}");
-    let mut server = std::process::Command::new(binary)
-        .args(["serve", "--http", &address])
-        .env("TOOLWARDEN_PLUGINS", &host.plugins)
-        .env("TOOLWARDEN_WORKSPACE", &host.workspace)
-        .env("TOOLWARDEN_STATE", &host.state)
-        .env("TOOLWARDEN_TRUST_CONFIG", "1")
-        .env_remove("TOOLWARDEN_CONFIG")
-        .env_remove("TOOLWARDEN_LOG")
+    let mut server = mcp::serve_command(&binary, &host.plugins, &host.workspace, &host.state)
+        .args(["--http", &address])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

@@ -76,16 +76,7 @@ impl Exchange {
 impl Server {
     /// Starts `toolwarden serve` and completes the `initialize` handshake.
     pub fn start(binary: &Path, plugins: &Path, workspace: &Path, state: &Path) -> Server {
-        let mut command = Command::new(binary);
-        command
-            .arg("serve")
-            .env("TOOLWARDEN_PLUGINS", plugins)
-            .env("TOOLWARDEN_WORKSPACE", workspace)
-            .env("TOOLWARDEN_STATE", state)
-            .env("TOOLWARDEN_TRUST_CONFIG", "1")
-            .env_remove("TOOLWARDEN_CONFIG")
-            .env_remove("TOOLWARDEN_LOG");
-        let mut server = Server::spawn(command);
+        let mut server = Server::spawn(serve_command(binary, plugins, workspace, state));
         server.request(
             "initialize",
             json!({
@@ -251,6 +242,21 @@ fn pause_for(pause: Duration) {
     while Instant::now() < until {
         std::hint::spin_loop();
     }
+}
+
+/// `toolwarden serve` on these directories, trusting its config, with
+/// nothing from the caller's environment that would change what it loads.
+pub fn serve_command(binary: &Path, plugins: &Path, workspace: &Path, state: &Path) -> Command {
+    let mut command = Command::new(binary);
+    command
+        .arg("serve")
+        .env("TOOLWARDEN_PLUGINS", plugins)
+        .env("TOOLWARDEN_WORKSPACE", workspace)
+        .env("TOOLWARDEN_STATE", state)
+        .env("TOOLWARDEN_TRUST_CONFIG", "1")
+        .env_remove("TOOLWARDEN_CONFIG")
+        .env_remove("TOOLWARDEN_LOG");
+    command
 }
 
 /// A message as one newline-terminated line.
