@@ -1,7 +1,7 @@
 # toolwarden: `make demo` to see it work, `make test` to check everything.
 
 CARGO ?= cargo
-EXAMPLES := calc fs
+EXAMPLES := calc fs http_fetch
 WASM_DIR := target/wasm/wasm32-wasip2/guest
 
 VENV := .venv

@@ -1,10 +1,14 @@
 //! What a call is granted: the policy computes a [`Grant`] and the sandbox
-//! turns it into preopens, in exactly one place. The default grants nothing.
-//! A plain value, like the session's [`SandboxMode`] that caps it.
+//! turns it into preopens and a network gate, in exactly one place each.
+//! The default grants nothing. A plain value, like the session's
+//! [`SandboxMode`] that caps it.
 
+use crate::origin::OriginPattern;
 use crate::spec::FsNeed;
 use serde::Serialize;
+use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 /// The most a session lets tools do to the workspace. Tools get the lesser of
 /// what they declare and this.
@@ -74,10 +78,98 @@ impl FsAccess {
     }
 }
 
-/// Everything a call may use beyond its own memory. Network is never granted.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+/// The kinds of address a granted origin may be reached at.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reach {
+    /// Public addresses only: the default.
+    #[default]
+    Public,
+    /// Also loopback, private, link-local and unique-local addresses (an
+    /// allow entry with `private = true`). A cloud metadata address still
+    /// needs an entry that names the address itself.
+    AlsoPrivate,
+}
+
+/// One origin a call may send requests to: what the tool declared,
+/// narrowed to what the operator allowed.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct GrantedOrigin {
+    pub pattern: OriginPattern,
+    pub reach: Reach,
+}
+
+/// What a call may reach on the network, beyond the closed default.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct NetworkGrant {
+    /// Never empty.
+    pub origins: Vec<GrantedOrigin>,
+    /// The credentials the tool declared; the host adds each to requests to
+    /// the origins the operator bound it to.
+    pub credentials: Vec<String>,
+}
+
+/// The network a call may use.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Network {
+    /// No request leaves the host: every one is refused.
+    #[default]
+    Closed,
+    Open(Arc<NetworkGrant>),
+}
+
+impl Network {
+    pub fn origins(&self) -> &[GrantedOrigin] {
+        match self {
+            Network::Closed => &[],
+            Network::Open(grant) => &grant.origins,
+        }
+    }
+
+    pub fn credentials(&self) -> &[String] {
+        match self {
+            Network::Closed => &[],
+            Network::Open(grant) => &grant.credentials,
+        }
+    }
+}
+
+/// How a network grant reads to a person and in the approval book: the
+/// origins (with the addresses they may be reached at) and the credentials.
+/// `none` when closed. Two grants read alike exactly when they are equal.
+impl fmt::Display for Network {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Network::Open(grant) = self else {
+            return f.write_str("none");
+        };
+        for (i, origin) in grant.origins.iter().enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            match origin.reach {
+                Reach::Public => write!(f, "{sep}{}", origin.pattern)?,
+                Reach::AlsoPrivate => write!(f, "{sep}{} (private addresses too)", origin.pattern)?,
+            }
+        }
+        if !grant.credentials.is_empty() {
+            write!(f, "; credentials {}", grant.credentials.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for Network {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Network::Closed => s.serialize_none(),
+            Network::Open(grant) => grant.serialize(s),
+        }
+    }
+}
+
+/// Everything a call may use beyond its own memory.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct Grant {
     pub fs: FsAccess,
+    pub net: Network,
 }
 
 #[cfg(test)]
@@ -87,6 +179,30 @@ mod tests {
     #[test]
     fn default_grant_is_nothing() {
         assert_eq!(Grant::default().fs, FsAccess::None);
+        assert_eq!(Grant::default().net, Network::Closed);
+        assert_eq!(Reach::default(), Reach::Public);
+        assert_eq!(Grant::default().net.to_string(), "none");
+    }
+
+    #[test]
+    fn a_network_grant_reads_as_what_it_opens() {
+        let grant = Network::Open(Arc::new(NetworkGrant {
+            origins: vec![
+                GrantedOrigin {
+                    pattern: "https://api.github.com".parse().unwrap(),
+                    reach: Reach::Public,
+                },
+                GrantedOrigin {
+                    pattern: "http://127.0.0.1:*".parse().unwrap(),
+                    reach: Reach::AlsoPrivate,
+                },
+            ],
+            credentials: vec!["github".into()],
+        }));
+        assert_eq!(
+            grant.to_string(),
+            "https://api.github.com, http://127.0.0.1:* (private addresses too); credentials github"
+        );
     }
 
     #[test]

@@ -3,12 +3,13 @@
 //! `toolwarden check` and by CI pipelines that vet plugins before deploying.
 //!
 //! Problems: a plugin that does not load (world, schemas outside the subset,
-//! inconsistent effects, invalid names, empty descriptions), a tool name
-//! claimed twice, a tool no rule covers (always denied), and a rule that
-//! matches none of the loaded tools (usually a typo).
+//! inconsistent effects, invalid names, empty descriptions, network it does
+//! not declare), a tool name claimed twice, a tool no rule covers (always
+//! denied), a declared origin the config allows nowhere, a declared
+//! credential the config does not define, and a rule that matches none of
+//! the loaded tools (usually a typo).
 
 use crate::config::Config;
-use crate::engine::Engine;
 use crate::error::Error;
 use crate::registry::{Registry, Tool};
 use serde::Serialize;
@@ -36,7 +37,7 @@ pub struct Report {
 /// Checks the plugin file or directory `target` (default: the configured
 /// plugins directory) against the config's policy.
 pub fn check(config: &Config, target: Option<&Path>) -> Result<Report, Error> {
-    let engine = Engine::new(&config.workspace, &config.state_dir, &config.limits)?;
+    let engine = config.engine()?;
     let target = target.unwrap_or(&config.plugins_dir);
     let whole_set = target.is_dir();
     let mut problems = Vec::new();
@@ -76,6 +77,35 @@ pub fn check(config: &Config, target: Option<&Path>) -> Result<Report, Error> {
             .explain(&tool.spec, tool.plugin.file_name(), None, None);
         for (used, report) in rule_used.iter_mut().zip(&explanation.rules) {
             *used |= report.matched || report.needs_args;
+        }
+        let plugin = tool.plugin.file_name();
+        for origin in config.policy.unallowed(&tool.spec, plugin) {
+            problems.push(Problem {
+                place: format!("tool `{}`", tool.spec.name),
+                problem: format!(
+                    "declares the origin `{origin}`, which the config allows nowhere, so no call \
+                     can reach it"
+                ),
+                fix: format!(
+                    "if it should, add it to `[network] allow` (or `[network.plugin.\"{plugin}\"] \
+                     allow`), e.g. allow = [\"{origin}\"]"
+                ),
+            });
+        }
+        for name in tool.spec.network.iter().flat_map(|n| &n.credentials) {
+            if !config.egress.credentials().defines(name) {
+                problems.push(Problem {
+                    place: format!("tool `{}`", tool.spec.name),
+                    problem: format!(
+                        "needs the credential `{name}`, which the config does not define, so \
+                         its calls fail with CREDENTIAL_MISSING"
+                    ),
+                    fix: format!(
+                        "add [credential.{name}] with env = \"VARIABLE\" (or file = \"PATH\"), \
+                         origins = [...] and header = \"Authorization\""
+                    ),
+                });
+            }
         }
         if explanation.decision.matched.is_empty() && !explanation.decision.depends_on_args {
             problems.push(Problem {

@@ -222,6 +222,7 @@ mod tests {
                 PluginError::Spec { .. } => 9,
                 PluginError::TooManyTools { .. } => 10,
                 PluginError::Conflict { .. } => 11,
+                PluginError::UndeclaredNetwork { .. } => 22,
             },
             Error::Directory { .. } => 12,
             Error::StateInWorkspace { .. } => 13,
@@ -327,6 +328,9 @@ mod tests {
                 message: "m".into(),
                 hint: "h".into(),
             },
+            plugin(PluginError::UndeclaredNetwork {
+                import: "wasi:http/outgoing-handler".into(),
+            }),
         ]
     }
 
@@ -354,7 +358,8 @@ mod tests {
         engine: ENGINE\n\
         state: STATE\n\
         audit: AUDIT\n\
-        scaffold: SCAFFOLD\n";
+        scaffold: SCAFFOLD\n\
+        undeclared network: PLUGIN_INVALID\n";
 
     #[test]
     fn every_host_error_has_a_stable_code_and_a_hint() {

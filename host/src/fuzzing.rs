@@ -89,6 +89,7 @@ fn fixture() -> &'static Fixture {
                 risk: Risk::Normal,
                 filesystem,
                 timeout_ms: None,
+                network: None,
             };
             Some((spec, compiled))
         })
@@ -129,7 +130,13 @@ pub fn plugin(data: &[u8]) {
     let sandbox = SANDBOX.get_or_init(|| {
         let dir = std::env::temp_dir().join(format!("toolwarden-fuzz-{}", std::process::id()));
         std::fs::create_dir_all(dir.join("workspace")).ok()?;
-        Engine::new(&dir.join("workspace"), &dir, &Limits::default()).ok()
+        Engine::new(
+            &dir.join("workspace"),
+            &dir,
+            &Limits::default(),
+            std::sync::Arc::default(),
+        )
+        .ok()
     });
     let Some(sandbox) = sandbox else {
         return;

@@ -34,6 +34,7 @@ mod check;
 pub mod cli;
 mod config;
 mod controller;
+mod egress;
 mod engine;
 mod error;
 mod export;
@@ -45,6 +46,7 @@ mod guards;
 mod limits;
 mod materialize;
 mod mcp;
+mod origin;
 mod outcome;
 mod output;
 mod policy;
@@ -70,22 +72,24 @@ pub use call::{
     CallId, CallRequest, CancelToken, MAX_ARGS_BYTES, Progress, ProgressSink, RawArgs, SessionId,
     Tracing,
 };
-pub use capability::{FsAccess, Grant, SandboxMode};
+pub use capability::{FsAccess, Grant, GrantedOrigin, Network, NetworkGrant, Reach, SandboxMode};
 pub use check::{Problem, Report};
 pub use config::{Config, ConfigBuilder, DEFAULT_CONFIG_FILE};
 pub use controller::{Controller, Inspection};
+pub use egress::{RequestDecision, RequestRecord};
 /// The tuned wasmtime configuration, for `make bench`'s bare-engine floor.
 #[doc(hidden)]
 pub use engine::engine_config;
-pub use engine::{Origin, PluginError};
+pub use engine::{Contract, Origin, PluginError};
 pub use error::Error;
 pub use export::{Format, Unexportable};
 pub use guards::MAX_RESIDENT_SESSIONS;
 pub use limits::Limits;
+pub use origin::OriginPattern;
 pub use outcome::{CallError, CallResult, ErrorCode, Status, TraceStep};
 pub use policy::{Decision, Verdict};
 pub use records::Records;
 pub use records::{AuditFilter, DB_FILE, HEAD_FILE, Head};
 pub use registry::{LoadFailure, Plugin, Registry, Tool};
 pub use schema::{Schema, SchemaError, Violation};
-pub use spec::{Effect, Effects, FsNeed, Risk, ToolSpec};
+pub use spec::{Effect, Effects, FsNeed, NetworkNeed, Risk, ToolSpec};

@@ -54,6 +54,8 @@ pub enum ErrorCode {
     InvalidToolOutput,
     /// The host could not run the call (a host fault, not the plugin's).
     HostError,
+    /// The tool needs a credential the config does not define.
+    CredentialMissing,
 }
 
 impl ErrorCode {
@@ -79,6 +81,7 @@ impl ErrorCode {
             ErrorCode::OutputTooLarge => "OUTPUT_TOO_LARGE",
             ErrorCode::InvalidToolOutput => "INVALID_TOOL_OUTPUT",
             ErrorCode::HostError => "HOST_ERROR",
+            ErrorCode::CredentialMissing => "CREDENTIAL_MISSING",
         }
     }
 
@@ -91,7 +94,8 @@ impl ErrorCode {
             | ErrorCode::DuplicateCall
             | ErrorCode::ApprovalInvalid
             | ErrorCode::ApprovalExpired
-            | ErrorCode::ApprovalDenied => Status::Denied,
+            | ErrorCode::ApprovalDenied
+            | ErrorCode::CredentialMissing => Status::Denied,
             ErrorCode::ApprovalUnavailable | ErrorCode::ApprovalRequired => Status::PendingApproval,
             ErrorCode::UnknownTool
             | ErrorCode::InvalidArgs
@@ -237,6 +241,7 @@ mod tests {
             ErrorCode::OutputTooLarge,
             ErrorCode::InvalidToolOutput,
             ErrorCode::HostError,
+            ErrorCode::CredentialMissing,
         ];
         // A new code does not compile here until it has the next position
         // in `all` (and its spelling in the snapshot below).
@@ -261,6 +266,7 @@ mod tests {
             ErrorCode::OutputTooLarge => 17,
             ErrorCode::InvalidToolOutput => 18,
             ErrorCode::HostError => 19,
+            ErrorCode::CredentialMissing => 20,
         };
         for (i, code) in all.iter().enumerate() {
             assert_eq!(position(*code), i, "{code:?} is out of place");
@@ -272,7 +278,7 @@ mod tests {
              APPROVAL_INVALID APPROVAL_EXPIRED APPROVAL_DENIED GUARD_DENIED BUDGET_EXCEEDED \
              DUPLICATE_CALL TOOL_FAILED \
              TOOL_CRASHED TIMEOUT OUT_OF_FUEL MEMORY_LIMIT CANCELLED OUTPUT_TOO_LARGE \
-             INVALID_TOOL_OUTPUT HOST_ERROR"
+             INVALID_TOOL_OUTPUT HOST_ERROR CREDENTIAL_MISSING"
         );
         for code in all {
             let json = serde_json::to_value(code).unwrap();

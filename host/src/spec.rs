@@ -4,6 +4,7 @@
 //! These are plain values; the registry checks them when a plugin loads and
 //! every later step trusts them.
 
+use crate::origin::OriginPattern;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -122,6 +123,25 @@ impl FsNeed {
     }
 }
 
+/// What a tool declares it needs from the network (0.2.0 contract).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct NetworkNeed {
+    /// Origins it may send requests to; never empty.
+    pub origins: Vec<OriginPattern>,
+    /// Names of the credentials its requests need.
+    pub credentials: Vec<String>,
+}
+
+/// Whether `name` is a credential name a config can define: `[a-z][a-z0-9_-]*`,
+/// at most 64 characters (it is a TOML key and appears in messages).
+pub fn is_valid_credential_name(name: &str) -> bool {
+    name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+}
+
 /// A tool's declaration, as its plugin returned it from `tools()`.
 #[derive(Clone, Debug, Serialize)]
 pub struct ToolSpec {
@@ -134,6 +154,9 @@ pub struct ToolSpec {
     pub risk: Risk,
     pub filesystem: FsNeed,
     pub timeout_ms: Option<u32>,
+    /// `None`: the tool reaches no network (every 0.1.0 tool).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkNeed>,
 }
 
 /// Whether `name` is a tool name every model API accepts.
@@ -152,6 +175,7 @@ pub fn check_declaration(
     description: &str,
     effects: Effects,
     fs: FsNeed,
+    network: Option<&NetworkNeed>,
 ) -> Result<(), String> {
     if !is_valid_name(name) {
         return Err(format!(
@@ -164,6 +188,9 @@ pub fn check_declaration(
     }
     if effects.contains(Effect::ReadOnly) && effects.contains(Effect::MutatesWorkspace) {
         return Err("declares both `read-only` and `mutates-workspace`".into());
+    }
+    if network.is_some() && !effects.contains(Effect::OpenWorld) {
+        return Err("declares `network` but not the `open-world` effect".into());
     }
     match fs {
         FsNeed::WorkspaceWrite if effects.contains(Effect::ReadOnly) => Err(
@@ -192,7 +219,7 @@ mod tests {
 
     #[test]
     fn names_must_suit_every_model_api() {
-        let ok = |n: &str| check_declaration(n, "d", Effects::default(), FsNeed::None);
+        let ok = |n: &str| check_declaration(n, "d", Effects::default(), FsNeed::None, None);
         assert!(ok("read_file").is_ok());
         for bad in ["", "Read", "1x", "a-b", "a.b", &"a".repeat(65)] {
             assert!(ok(bad).is_err(), "{bad:?}");
@@ -203,9 +230,26 @@ mod tests {
     fn effects_must_agree_with_filesystem_need() {
         let ro: Effects = [Effect::ReadOnly].into_iter().collect();
         let rw: Effects = [Effect::MutatesWorkspace].into_iter().collect();
-        assert!(check_declaration("t", "d", ro, FsNeed::WorkspaceWrite).is_err());
-        assert!(check_declaration("t", "d", rw, FsNeed::ReadOnly).is_err());
-        assert!(check_declaration("t", "d", rw, FsNeed::WorkspaceWrite).is_ok());
-        assert!(check_declaration("t", " ", ro, FsNeed::None).is_err());
+        assert!(check_declaration("t", "d", ro, FsNeed::WorkspaceWrite, None).is_err());
+        assert!(check_declaration("t", "d", rw, FsNeed::ReadOnly, None).is_err());
+        assert!(check_declaration("t", "d", rw, FsNeed::WorkspaceWrite, None).is_ok());
+        assert!(check_declaration("t", " ", ro, FsNeed::None, None).is_err());
+    }
+
+    #[test]
+    fn network_needs_the_open_world_effect() {
+        let need = NetworkNeed {
+            origins: vec!["https://example.org".parse().unwrap()],
+            credentials: vec![],
+        };
+        let open: Effects = [Effect::OpenWorld].into_iter().collect();
+        assert!(
+            check_declaration("t", "d", Effects::default(), FsNeed::None, Some(&need)).is_err()
+        );
+        assert!(check_declaration("t", "d", open, FsNeed::None, Some(&need)).is_ok());
+        assert!(is_valid_credential_name("github-token_2"));
+        for bad in ["", "Github", "1x", "a b", "a.b", &"a".repeat(65)] {
+            assert!(!is_valid_credential_name(bad), "{bad:?}");
+        }
     }
 }

@@ -15,6 +15,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "plain values and leaf libraries",
         &[
             "outcome",
+            "origin",
             "spec",
             "settings",
             "private_file",
@@ -27,7 +28,10 @@ const LAYERS: &[(&str, &[&str])] = &[
             "schema",
         ],
     ),
-    ("the engine: compiling, linking, describing", &["engine"]),
+    (
+        "egress and the engine: requests, compiling, linking, describing",
+        &["egress", "engine"],
+    ),
     (
         "the pipeline steps, in pipeline order",
         &[

@@ -58,6 +58,7 @@ class Tool(exports.Tool):
                 risk=tool.Risk.SAFE,
                 filesystem=tool.Filesystem.NONE,
                 timeout_ms=2000,
+                network=None,
             )
         ]
 

@@ -17,6 +17,7 @@ mod hostile;
 mod limits;
 mod links;
 mod mcp;
+mod network;
 mod paths;
 mod pipeline;
 mod policy;
@@ -26,6 +27,7 @@ mod scheduler;
 mod sdk;
 mod soak;
 mod trust;
+mod web;
 
 /// Every example plugin must be exercised by a test named after it in
 /// [`plugins`]: adding a plugin without one fails to compile.

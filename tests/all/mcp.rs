@@ -53,6 +53,33 @@ fn read_message(stdout: &mut impl BufRead) -> Option<Value> {
     )
 }
 
+/// What `tools/list` answers a bare stdio client of `toolwarden serve`.
+pub(crate) fn list_tools(t: &TestHost) -> Vec<Value> {
+    let (mut server, mut stdin, mut stdout) = serve_on_pipes(t);
+    let mut receive = |id: u64| loop {
+        let message = read_message(&mut stdout).expect("the server closed stdout");
+        if message["id"] == id {
+            return message;
+        }
+    };
+    writeln!(stdin, "{}", initialize()).unwrap();
+    receive(1);
+    writeln!(stdin, "{}", initialized()).unwrap();
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    )
+    .unwrap();
+    let tools = receive(2)["result"]["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    drop(stdin);
+    server.wait().unwrap();
+    tools
+}
+
 #[test]
 fn serve_answers_initialize_list_and_call_over_stdio() {
     let t = TestHost::new(&[CALC, FS]).config(ALLOW_CALC);

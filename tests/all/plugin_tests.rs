@@ -3,7 +3,7 @@
 use crate::harness::{TestHost, call};
 use serde_json::json;
 use toolwarden::{ErrorCode, SandboxMode, Status};
-use toolwarden_tests::{CALC, FS};
+use toolwarden_tests::{CALC, FS, HTTP_FETCH};
 
 #[test]
 pub(crate) fn calc() {
@@ -78,4 +78,40 @@ pub(crate) fn fs() {
     let missing = call(&host, "read_file", r#"{"path":"nope.txt"}"#);
     assert_eq!(missing.code(), Some(ErrorCode::ToolFailed));
     assert!(missing.error.unwrap().message.contains("does not exist"));
+}
+
+#[test]
+pub(crate) fn http_fetch() {
+    let server = crate::web::WebServer::start();
+    let t = TestHost::new(&[HTTP_FETCH]).config(&format!(
+        "[network]\nallow = [{{ origin = \"http://127.0.0.1:*\", private = true }}]\n{}",
+        crate::harness::ALLOW_ALL
+    ));
+    let host = t.controller();
+    let args = |url: String, max: Option<u32>| {
+        let mut args = json!({ "url": url });
+        if let Some(max) = max {
+            args["max_bytes"] = json!(max);
+        }
+        args.to_string()
+    };
+    let r = call(&host, "http_fetch", &args(server.url("/hello"), Some(5)));
+    let value = r.value.unwrap_or_else(|| panic!("{:?}", r.error));
+    assert_eq!(value["status"], 200);
+    assert_eq!(value["text"], "hello");
+    assert_eq!(value["truncated"], true);
+    assert_eq!(value["content_type"], "text/plain");
+    assert!(r.content.unwrap().starts_with("200 http://127.0.0.1:"));
+    let r = call(
+        &host,
+        "http_fetch",
+        &args(server.url("/redirect?to=/hello"), None),
+    );
+    let value = r.value.unwrap();
+    assert_eq!(value["text"], crate::web::HELLO);
+    assert_eq!(value["redirects"], json!([server.url("/hello")]));
+    let r = call(&host, "http_fetch", &args("ftp://127.0.0.1/x".into(), None));
+    assert_eq!(r.code(), Some(ErrorCode::GuardDenied), "{r:?}");
+    let r = call(&host, "http_fetch", &args("not a url".into(), None));
+    assert_eq!(r.code(), Some(ErrorCode::InvalidArgs), "{r:?}");
 }

@@ -73,8 +73,8 @@ impl PreparedCall {
         &self.args
     }
 
-    pub fn grant(&self) -> Grant {
-        self.grant
+    pub fn grant(&self) -> &Grant {
+        &self.grant
     }
 }
 
@@ -89,6 +89,9 @@ pub struct Approval {
     pub plugin_sha256: String,
     /// Filesystem access the call would get (`none`, `read-only`, `read-write`).
     pub capability: String,
+    /// What the call may reach on the network: the origins (and whether at
+    /// private addresses too) and the credentials, or `none`.
+    pub network: String,
     /// Why the policy asked.
     pub reason: String,
     pub state: &'static str,
@@ -110,6 +113,7 @@ impl From<ApprovalRow> for Approval {
             session: row.session,
             plugin_sha256: row.plugin_sha256,
             capability: row.grant_fs,
+            network: row.grant_net,
             reason: row.reason,
             state: row.state.as_str(),
             decided_reason: row.decided_reason,
@@ -195,7 +199,9 @@ fn mismatch(binding: Binding) -> &'static str {
         Binding::Arguments => "the arguments differ from the approved ones",
         Binding::Session => "it was approved for another session",
         Binding::Plugin => "the plugin changed since it was approved",
-        Binding::Capability => "the capability the call would get changed since it was approved",
+        Binding::Capability => {
+            "the capability the call would get (filesystem or network) changed since it was approved"
+        }
         Binding::Policy => "the policy changed since it was approved",
     }
 }
@@ -231,6 +237,7 @@ impl Approvals {
             session: request.session.as_str().to_owned(),
             plugin_sha256: tool.plugin.sha256.clone(),
             grant_fs: grant.fs.as_str().to_owned(),
+            grant_net: grant.net.to_string(),
             policy_hash: self.policy_hash.clone(),
             reason: decision.reason.to_string(),
             state: ApprovalState::Pending,

@@ -61,10 +61,13 @@ pub enum Event {
         args: Arc<Value>,
         args_digest: Arc<str>,
     },
-    /// Path arguments that lead somewhere other than they read: the plugin
-    /// receives the resolved arguments, whose digest this is.
+    /// Path arguments that lead somewhere other than they read, and URL
+    /// arguments with their canonical form: the plugin receives the
+    /// rewritten arguments, whose digest this is.
     Paths {
         paths: Vec<crate::workspace::LocatedPath>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        uris: Vec<crate::workspace::LocatedUri>,
         args_digest: Arc<str>,
     },
     /// What the policy decided.
@@ -91,6 +94,9 @@ pub enum Event {
     ApprovalConsumed {
         approval_id: String,
     },
+    /// One HTTP request the plugin sent or tried to send: method, origin,
+    /// path (query values redacted), decision, status, bytes each way.
+    Request(crate::egress::RequestRecord),
     /// How the execution ended.
     Outcome {
         status: Status,
@@ -138,6 +144,7 @@ impl Event {
             Event::ApprovalAsked { .. } => "approval_asked",
             Event::ApprovalDecided { .. } => "approval_decided",
             Event::ApprovalConsumed { .. } => "approval_consumed",
+            Event::Request(_) => "request",
             Event::Outcome { .. } => "outcome",
         }
     }

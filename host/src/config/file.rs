@@ -26,6 +26,7 @@
 
 use crate::approval::ApprovalsSection;
 use crate::audit::{AuditSection, AuditSettings};
+use crate::egress::{CredentialSection, Credentials, NetworkSection, NetworkSettings};
 use crate::error::Error;
 use crate::guards::{Budget, BudgetSection};
 use crate::limits::{Limits, LimitsSection};
@@ -53,6 +54,10 @@ struct FileConfig {
     mcp: Option<McpSection>,
     #[serde(default)]
     scheduler: Option<Spanned<SchedulerSection>>,
+    #[serde(default)]
+    network: Option<Spanned<NetworkSection>>,
+    #[serde(default)]
+    credential: std::collections::BTreeMap<String, Spanned<CredentialSection>>,
     #[serde(default)]
     rule: Vec<Spanned<RuleSection>>,
 }
@@ -104,6 +109,8 @@ pub(super) struct Parsed {
     pub mcp_list_denied: bool,
     pub mcp_sessions: super::McpSessions,
     pub max_parallel: usize,
+    pub network: NetworkSettings,
+    pub credentials: Credentials,
 }
 
 /// A config error that does not yet know the file's name.
@@ -163,13 +170,16 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         message: e.message().to_owned(),
         hint: format!(
             "see the config format in the README: `[limits]` takes {}; `[approvals]` {}; \
-             `[audit]` {}; `[budget]` {}; `[mcp]` {}; `[scheduler]` {}; each `[[rule]]` takes {}",
+             `[audit]` {}; `[budget]` {}; `[mcp]` {}; `[scheduler]` {}; `[network]` {}; \
+             each `[credential.NAME]` {}; each `[[rule]]` takes {}",
             LimitsSection::KEYS,
             ApprovalsSection::KEYS,
             AuditSection::KEYS,
             BudgetSection::KEYS,
             McpSection::KEYS,
             SchedulerSection::KEYS,
+            NetworkSection::KEYS,
+            CredentialSection::KEYS,
             RuleSection::KEYS,
         ),
     })?;
@@ -191,6 +201,20 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         SchedulerSection::resolve,
         crate::scheduler::default_parallelism,
     )?;
+    let network = section(
+        text,
+        file.network,
+        NetworkSection::resolve,
+        NetworkSettings::default,
+    )?;
+    let mut tables = std::collections::BTreeMap::new();
+    let mut lines = std::collections::BTreeMap::new();
+    for (name, table) in file.credential {
+        lines.insert(name.clone(), line_of(text, table.span().start));
+        tables.insert(name, table.into_inner());
+    }
+    let credentials = crate::egress::credentials(tables)
+        .map_err(|(name, e)| FileError::from_setting(lines.get(&name).copied(), e))?;
     let mcp_list_denied = file.mcp.as_ref().is_some_and(|m| m.list_denied);
     let mcp_sessions = match file.mcp {
         None => super::McpSessions::default(),
@@ -207,6 +231,8 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         mcp_list_denied,
         mcp_sessions,
         max_parallel,
+        network,
+        credentials,
     })
 }
 

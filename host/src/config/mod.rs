@@ -73,6 +73,9 @@ pub struct Config {
     pub(crate) mcp_sessions: McpSessions,
     /// Parallel-safe calls of one turn that may run at once.
     pub(crate) max_parallel: usize,
+    /// Limits, TLS roots and credentials of every call's requests (what a
+    /// call may reach is in `policy`).
+    pub(crate) egress: std::sync::Arc<crate::egress::Egress>,
 }
 
 impl Config {
@@ -152,6 +155,23 @@ impl Config {
     /// sit idle (`[mcp] max_sessions`, `session_idle_seconds`).
     pub fn mcp_sessions(&self) -> McpSessions {
         self.mcp_sessions
+    }
+
+    /// The wasmtime engine this config describes: its limits, workspace,
+    /// compile cache and egress.
+    pub(crate) fn engine(&self) -> Result<crate::engine::Engine, crate::engine::EngineError> {
+        crate::engine::Engine::new(
+            &self.workspace,
+            &self.state_dir,
+            &self.limits,
+            std::sync::Arc::clone(&self.egress),
+        )
+    }
+
+    /// What calls of `tool` may reach: what it declares, narrowed to what
+    /// the operator allows its plugin.
+    pub fn policy_network(&self, tool: &crate::registry::Tool) -> crate::capability::Network {
+        self.policy.network(&tool.spec, tool.plugin.file_name())
     }
 
     /// Whether MCP `tools/list` also shows tools the policy always denies.
@@ -252,12 +272,18 @@ impl ConfigBuilder {
             .clone()
             .unwrap_or_else(|| PathBuf::from("<config>"));
         let parsed = file::parse(&text).map_err(|e| e.at(&shown))?;
-        let policy = Policy::compile(parsed.rules).map_err(|e| Error::Config {
-            path: shown.clone(),
-            line: e.line,
-            message: e.message,
-            hint: e.hint,
-        })?;
+        let policy =
+            Policy::compile(parsed.rules, parsed.network.allowance).map_err(|e| Error::Config {
+                path: shown.clone(),
+                line: e.line,
+                message: e.message,
+                hint: e.hint,
+            })?;
+        let egress = crate::egress::Egress::new(
+            parsed.network.limits,
+            parsed.credentials,
+            parsed.network.extra_roots,
+        );
 
         let plugins_dir = match self.plugins_dir {
             Some(dir) => dir,
@@ -306,6 +332,7 @@ impl ConfigBuilder {
             mcp_list_denied: parsed.mcp_list_denied,
             mcp_sessions: parsed.mcp_sessions,
             max_parallel: parsed.max_parallel,
+            egress: std::sync::Arc::new(egress),
         })
     }
 }
@@ -338,7 +365,7 @@ fn env_dir(name: &str) -> Option<PathBuf> {
 #[cfg(feature = "fuzzing")]
 pub(crate) fn parse_policy(text: &str) -> Result<Policy, String> {
     let parsed = file::parse(text).map_err(|e| e.message().to_owned())?;
-    Policy::compile(parsed.rules).map_err(|e| e.message)
+    Policy::compile(parsed.rules, parsed.network.allowance).map_err(|e| e.message)
 }
 
 /// Where plugins are loaded from when no directory is given:

@@ -14,7 +14,6 @@ use crate::approval;
 use crate::audit::Event;
 use crate::call::CallRequest;
 use crate::config::Config;
-use crate::engine::Engine;
 use crate::error::Error;
 use crate::guards::Guards;
 use crate::materialize::Arguments;
@@ -59,10 +58,15 @@ impl Controller {
     /// duplicate tool name is an error.
     pub fn new(config: Config) -> Result<Controller, Error> {
         let records = Records::open(&config)?;
-        let engine = Engine::new(&config.workspace, &config.state_dir, &config.limits)?;
+        let engine = config.engine()?;
         let registry = Registry::load(&config.plugins_dir, &engine)?;
         let sandbox = Sandbox::new(engine);
-        let guards = Guards::new(config.sandbox, config.budget.clone(), records.store());
+        let guards = Guards::new(
+            config.sandbox,
+            config.budget.clone(),
+            records.store(),
+            Arc::clone(&config.egress),
+        );
         let workspace = open_workspace(&config)?;
         Ok(Controller {
             config,
@@ -82,7 +86,7 @@ impl Controller {
 
     /// Loads one plugin file on its own, without the plugins directory.
     pub fn inspect(config: &Config, file: &Path) -> Result<Inspection, Error> {
-        let engine = Engine::new(&config.workspace, &config.state_dir, &config.limits)?;
+        let engine = config.engine()?;
         let (plugin, tools) =
             Registry::load_file(file, &engine).map_err(|source| Error::Plugin {
                 file: file.to_owned(),
@@ -165,7 +169,8 @@ impl Controller {
         let tool = resolved.tool();
         let written = resolved.args().value();
         let paths = self.workspace.paths(&tool.input, written);
-        let rewritten = Workspace::rewrite(written, &paths);
+        let uris = Workspace::uris(&tool.input, written);
+        let rewritten = Workspace::rewrite(written, &paths, &uris);
         let mut explanation = self.config.policy.explain(
             &tool.spec,
             tool.plugin.file_name(),
@@ -329,6 +334,7 @@ impl Controller {
         if located.written().is_some() {
             trail.events.push(Event::Paths {
                 paths: located.paths().to_vec(),
+                uris: located.uris().to_vec(),
                 args_digest: located.call().resolved().args().shared_digest(),
             });
         }
@@ -361,8 +367,9 @@ impl Controller {
         let prepared = admission?;
         trail.end(|| {
             format!(
-                "cleared to run with filesystem {}",
-                prepared.grant().fs.as_str()
+                "cleared to run with filesystem {}, network {}",
+                prepared.grant().fs.as_str(),
+                prepared.grant().net
             )
         });
         trail.begin("audit");
@@ -391,6 +398,9 @@ impl Controller {
         let execution = self.sandbox.run(prepared, cx).await;
         trail.execution = Some(reservation.executed(started.elapsed()));
         trail.fuel_used = execution.fuel_used;
+        trail
+            .events
+            .extend(execution.requests.into_iter().map(Event::Request));
         let returned = execution.result?;
         trail.end(|| {
             format!(

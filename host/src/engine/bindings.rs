@@ -1,7 +1,21 @@
-//! Generated bindings for `wit/tool.wit`. Nothing hand-written belongs here.
+//! Generated bindings for every contract version the host speaks: the
+//! current `wit/tool.wit` and each earlier one kept under `wit/`. Nothing
+//! hand-written belongs here.
 
-wasmtime::component::bindgen!({
-    path: "../wit",
-    world: "plugin",
-    exports: { default: async },
-});
+/// `toolwarden:tool@0.1.0` (`wit/0.1.0/tool.wit`).
+pub(crate) mod v0_1 {
+    wasmtime::component::bindgen!({
+        path: "../wit/0.1.0",
+        world: "plugin",
+        exports: { default: async },
+    });
+}
+
+/// `toolwarden:tool@0.2.0` (`wit/tool.wit`).
+pub(crate) mod v0_2 {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "plugin",
+        exports: { default: async },
+    });
+}

@@ -2,15 +2,16 @@
 //! load-time budget, each spec checked against what a plugin may declare
 //! (`[limits]`) and turned into a [`ToolSpec`]. Never runs a tool.
 
-use super::bindings;
-use super::guest::{Phase, classify, instantiate, new_store, race};
+use super::contract::{DeclaredNetwork, DeclaredSpec};
+use super::guest::{classify, new_store, race};
 use super::state::HostState;
 use super::{Engine, LoadedPlugin, PluginError};
 use crate::call::CancelToken;
 use crate::capability::Grant;
 use crate::limits::Limits;
+use crate::origin::{OriginPattern, PatternError};
 use crate::outcome::{CallError, ErrorCode};
-use crate::spec::{Effect, Effects, FsNeed, Risk, ToolSpec};
+use crate::spec::{NetworkNeed, ToolSpec, is_valid_credential_name};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,19 +36,18 @@ pub(super) fn describe(
         log_bytes_left: super::host::LOG_BUDGET_BYTES,
         progress_gate: Default::default(),
     };
-    let (mut store, pipes) =
-        new_store(engine, Grant::default(), host, DESCRIBE_FUEL).map_err(PluginError::Describe)?;
+    let (mut store, pipes) = new_store(
+        engine,
+        &Grant::default(),
+        host,
+        DESCRIBE_FUEL,
+        DESCRIBE_TIMEOUT,
+    )
+    .map_err(PluginError::Describe)?;
     let cancel = CancelToken::default();
     let _ticking = engine.ticker.running();
     let specs = runtime.block_on(async {
-        let guest = std::pin::pin!(async {
-            let instance = instantiate(&plugin.pre, &mut store).await?;
-            instance
-                .toolwarden_tool_tool()
-                .call_tools(&mut store)
-                .await
-                .map_err(|e| (Phase::Call, e))
-        });
+        let guest = std::pin::pin!(plugin.pre.tools(&mut store));
         race(guest, DESCRIBE_TIMEOUT, &cancel).await
     });
     let specs = classify(specs, &store, &pipes, DESCRIBE_TIMEOUT).map_err(PluginError::Describe)?;
@@ -65,11 +65,57 @@ pub(super) fn describe(
         .collect()
 }
 
+/// Origins and credentials a plugin may declare per tool: far more than any
+/// real tool needs, few enough that granting stays cheap to compute and to read.
+const MAX_DECLARED_ORIGINS: usize = 64;
+const MAX_DECLARED_CREDENTIALS: usize = 16;
+
+/// A declared `network-need`, each origin parsed strictly: a pattern the
+/// host cannot read is a load error, never a wider grant.
+fn network_need(declared: DeclaredNetwork) -> Result<NetworkNeed, String> {
+    if declared.origins.is_empty() {
+        return Err("declares `network` with no origins; leave `network` out instead".into());
+    }
+    if declared.origins.len() > MAX_DECLARED_ORIGINS
+        || declared.credentials.len() > MAX_DECLARED_CREDENTIALS
+    {
+        return Err(format!(
+            "declares {} origins and {} credentials; at most {MAX_DECLARED_ORIGINS} and \
+             {MAX_DECLARED_CREDENTIALS} are accepted",
+            declared.origins.len(),
+            declared.credentials.len()
+        ));
+    }
+    let mut origins = Vec::with_capacity(declared.origins.len());
+    for text in &declared.origins {
+        let shown: String = text.chars().take(128).collect();
+        let pattern: OriginPattern = text
+            .parse()
+            .map_err(|e: PatternError| format!("origin `{shown}`: {}; {}", e.message, e.hint))?;
+        if !origins.contains(&pattern) {
+            origins.push(pattern);
+        }
+    }
+    let mut credentials = Vec::with_capacity(declared.credentials.len());
+    for name in declared.credentials {
+        if !is_valid_credential_name(&name) {
+            let shown: String = name.chars().take(64).collect();
+            return Err(format!(
+                "credential name `{shown}` must match `[a-z][a-z0-9_-]*` (at most 64 characters)"
+            ));
+        }
+        if !credentials.contains(&name) {
+            credentials.push(name);
+        }
+    }
+    Ok(NetworkNeed {
+        origins,
+        credentials,
+    })
+}
+
 /// A spec's texts against the declaration limits, before any is parsed.
-fn check_sizes(
-    spec: &bindings::exports::toolwarden::tool::tool::ToolSpec,
-    limits: &Limits,
-) -> Result<(), String> {
+fn check_sizes(spec: &DeclaredSpec, limits: &Limits) -> Result<(), String> {
     let texts = [
         (
             "title",
@@ -106,11 +152,7 @@ fn check_sizes(
     Ok(())
 }
 
-fn convert_spec(
-    spec: bindings::exports::toolwarden::tool::tool::ToolSpec,
-    limits: &Limits,
-) -> Result<ToolSpec, PluginError> {
-    use bindings::exports::toolwarden::tool::tool::{Effects as E, Filesystem, Risk as R};
+fn convert_spec(spec: DeclaredSpec, limits: &Limits) -> Result<ToolSpec, PluginError> {
     // A name is checked for its form later; here only so long that even
     // the error message should not quote it whole.
     let shown: String = spec.name.chars().take(64).collect();
@@ -129,36 +171,23 @@ fn convert_spec(
         Some(text) => Some(parse("output", text)?),
         None => None,
     };
-    let flags = [
-        (E::READ_ONLY, Effect::ReadOnly),
-        (E::MUTATES_WORKSPACE, Effect::MutatesWorkspace),
-        (E::EXCLUSIVE, Effect::Exclusive),
-        (E::STATEFUL, Effect::Stateful),
-        (E::IDEMPOTENT, Effect::Idempotent),
-        (E::OPEN_WORLD, Effect::OpenWorld),
-    ];
-    let effects: Effects = flags
-        .into_iter()
-        .filter(|(f, _)| spec.effects.contains(*f))
-        .map(|(_, e)| e)
-        .collect();
+    let network = match spec.network {
+        None => None,
+        Some(need) => Some(network_need(need).map_err(|problem| PluginError::Spec {
+            tool: spec.name.clone(),
+            problem,
+        })?),
+    };
     Ok(ToolSpec {
+        network,
         name: spec.name,
         title: spec.title,
         description: spec.description,
         input_schema,
         output_schema,
-        effects,
-        risk: match spec.risk {
-            R::Safe => Risk::Safe,
-            R::Normal => Risk::Normal,
-            R::Dangerous => Risk::Dangerous,
-        },
-        filesystem: match spec.filesystem {
-            Filesystem::None => FsNeed::None,
-            Filesystem::ReadOnly => FsNeed::ReadOnly,
-            Filesystem::WorkspaceWrite => FsNeed::WorkspaceWrite,
-        },
+        effects: spec.effects,
+        risk: spec.risk,
+        filesystem: spec.filesystem,
         timeout_ms: spec.timeout_ms,
     })
 }

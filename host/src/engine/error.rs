@@ -45,6 +45,9 @@ pub enum PluginError {
 
     #[error("tool `{tool}` is already served by `{}`", other.display())]
     Conflict { tool: String, other: PathBuf },
+
+    #[error("imports `{import}`, but none of its tools declares `network`")]
+    UndeclaredNetwork { import: String },
 }
 
 impl PluginError {
@@ -60,8 +63,9 @@ impl PluginError {
                     .into()
             }
             PluginError::WrongWorld(_) => {
-                "build against `wit/tool.wit` (world `plugin`); a plugin may import only \
-                 `toolwarden:tool/host` and WASI interfaces"
+                "build against `wit/tool.wit` (world `plugin`, `toolwarden:tool@0.2.0`; \
+                 0.1.0 plugins load too); a plugin may import only `toolwarden:tool/host` and \
+                 WASI interfaces"
                     .into()
             }
             PluginError::Describe(_) => {
@@ -78,6 +82,12 @@ impl PluginError {
             PluginError::Conflict { tool, .. } => format!(
                 "rename `{tool}` in the new plugin, or remove the plugin that serves it first"
             ),
+            PluginError::UndeclaredNetwork { .. } => {
+                "declare the origins the tool reaches in its spec (`network` in \
+                 `toolwarden:tool@0.2.0`, `.network(&[...])` in the Rust SDK); a plugin that \
+                 reaches no network must not import `wasi:http`"
+                    .into()
+            }
         }
     }
 }

@@ -1,11 +1,12 @@
 //! One guest in one fresh `Store`: the store built from a grant (exactly
-//! the granted preopens, no network, capped stdio, fuel, a memory limit),
+//! the granted preopens, the granted origins behind the egress hooks and
+//! no sockets, capped stdio, fuel, a memory limit),
 //! the race against the deadline and cancellation, and how the run ended
 //! (returned, trapped, out of fuel or memory, stopped). Used for a plugin's
 //! `tools()` at load and for every call; never decides what a guest gets.
 
 use super::Engine;
-use super::bindings::{self, PluginPre};
+pub(crate) use super::contract::Phase;
 use super::state::{CallState, HostState, Limiter};
 use crate::call::CancelToken;
 use crate::capability::{FsAccess, Grant};
@@ -32,16 +33,12 @@ pub(crate) struct Pipes {
     stderr: MemoryOutputPipe,
 }
 
-pub(crate) enum Phase {
-    Instantiate,
-    Call,
-}
-
 pub(crate) fn new_store(
     engine: &Engine,
-    grant: Grant,
+    grant: &Grant,
     host: HostState,
     fuel: u64,
+    timeout: Duration,
 ) -> Result<(Store<CallState>, Pipes), CallError> {
     let host_error = |e: wasmtime::Error| {
         CallError::new(
@@ -61,9 +58,9 @@ pub(crate) fn new_store(
         .stdout(pipes.stdout.clone())
         .stderr(pipes.stderr.clone());
     // `wasi:sockets` is linked for every plugin (components built by the
-    // standard toolchains import it), so the network is closed here, each
-    // door by name, rather than left to wasmtime's defaults, which have
-    // changed before.
+    // standard toolchains import it), so sockets are closed here, each door
+    // by name, rather than left to wasmtime's defaults, which have changed
+    // before. The only way out is `wasi:http`, through the egress hooks.
     wasi.allow_tcp(false)
         .allow_udp(false)
         .allow_ip_name_lookup(false)
@@ -81,6 +78,10 @@ pub(crate) fn new_store(
     }
     let mut table = ResourceTable::new();
     table.set_max_capacity(super::state::MAX_HANDLES);
+    let deadline = tokio::time::Instant::now() + timeout;
+    let egress = engine
+        .egress
+        .hooks(&grant.net, host.cancel.clone(), deadline);
     let state = CallState {
         wasi: wasi.build(),
         table,
@@ -90,6 +91,8 @@ pub(crate) fn new_store(
         },
         host,
         links: (grant.fs == FsAccess::ReadWrite).then(|| engine.workspace.clone()),
+        http: wasmtime_wasi_http::WasiHttpCtx::new(),
+        egress,
     };
     let mut store = Store::new(&engine.wasmtime, state);
     store.limiter(|s| &mut s.limiter);
@@ -227,13 +230,4 @@ pub(crate) fn log_stdio(pipes: &Pipes, tool: &str, call_id: &str) {
             );
         }
     }
-}
-
-pub(crate) async fn instantiate(
-    pre: &PluginPre<CallState>,
-    store: &mut Store<CallState>,
-) -> Result<bindings::Plugin, (Phase, wasmtime::Error)> {
-    pre.instantiate_async(&mut *store)
-        .await
-        .map_err(|e| (Phase::Instantiate, e))
 }

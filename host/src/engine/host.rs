@@ -1,7 +1,9 @@
 //! The `toolwarden:tool/host` interface: what a plugin may ask of the host.
 //! Every function is cheap and bounded; none can fail or block the host.
+//! Every contract version has the same interface; each version's `Host`
+//! trait is implemented by the one below.
 
-use super::bindings::toolwarden::tool::host::{Host, Level};
+use super::bindings::{v0_1, v0_2};
 use super::state::CallState;
 use crate::call::Progress;
 use std::time::{Duration, Instant};
@@ -53,8 +55,18 @@ fn cut(mut text: String, max: usize) -> String {
     text
 }
 
-impl Host for CallState {
-    fn log(&mut self, level: Level, message: String) {
+/// Severity of a plugin's log line, whatever contract it speaks.
+#[derive(Clone, Copy)]
+enum Level {
+    Trace,
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+impl CallState {
+    fn log_line(&mut self, level: Level, message: String) {
         let host = &mut self.host;
         if host.log_bytes_left == 0 {
             return;
@@ -79,7 +91,7 @@ impl Host for CallState {
         }
     }
 
-    fn progress(&mut self, done: u64, total: Option<u64>, message: Option<String>) {
+    fn report_progress(&mut self, done: u64, total: Option<u64>, message: Option<String>) {
         let host = &mut self.host;
         if let Some(sink) = &host.progress
             && host.progress_gate.admit()
@@ -91,8 +103,33 @@ impl Host for CallState {
             });
         }
     }
-
-    fn cancelled(&mut self) -> bool {
-        self.host.cancel.is_cancelled()
-    }
 }
+
+macro_rules! host_interface {
+    ($version:ident) => {
+        impl $version::toolwarden::tool::host::Host for CallState {
+            fn log(&mut self, level: $version::toolwarden::tool::host::Level, message: String) {
+                use $version::toolwarden::tool::host::Level as L;
+                let level = match level {
+                    L::Trace => Level::Trace,
+                    L::Debug => Level::Debug,
+                    L::Info => Level::Info,
+                    L::Warn => Level::Warn,
+                    L::Error => Level::Error,
+                };
+                self.log_line(level, message);
+            }
+
+            fn progress(&mut self, done: u64, total: Option<u64>, message: Option<String>) {
+                self.report_progress(done, total, message);
+            }
+
+            fn cancelled(&mut self) -> bool {
+                self.host.cancel.is_cancelled()
+            }
+        }
+    };
+}
+
+host_interface!(v0_1);
+host_interface!(v0_2);

@@ -1,5 +1,6 @@
 //! The wasmtime engine and everything a plugin needs before it can run:
-//! the linker (WASI, `toolwarden:tool/host`, the checked link operations),
+//! the linker (WASI, `wasi:http` behind the egress hooks, every
+//! `toolwarden:tool/host` version, the checked link operations),
 //! the compiled-component cache, the epoch ticker, and the fresh `Store` a
 //! guest gets for a grant. The registry loads and describes plugins through
 //! it; the sandbox runs calls on it.
@@ -10,8 +11,9 @@
 //! Implements the WIT interface `toolwarden:tool/host` (in [`host`]); WASI
 //! comes from `wasmtime-wasi`.
 
-pub(crate) mod bindings;
+mod bindings;
 mod cache;
+mod contract;
 mod describe;
 mod error;
 pub(crate) mod guest;
@@ -20,16 +22,20 @@ mod links;
 mod setup;
 mod state;
 
+pub(crate) use contract::CallContext;
+pub use contract::{Contract, RawOutput, ToolFailure};
 pub use error::{EngineError, PluginError};
 pub use host::LOG_BUDGET_BYTES;
 pub use setup::engine_config;
 pub(crate) use state::{CallState, HostState};
 
+use crate::egress::Egress;
 use crate::limits::Limits;
 use crate::spec::ToolSpec;
-use bindings::PluginPre;
+use contract::PluginPre;
 use std::fmt;
 use std::path::Path;
+use std::sync::Arc;
 use wasmtime::component::{Component, HasSelf, Linker};
 
 /// Where a loaded plugin's compiled code came from.
@@ -43,7 +49,7 @@ pub enum Origin {
 
 /// A compiled, linked plugin, ready to instantiate once per call.
 pub struct LoadedPlugin {
-    pub(crate) pre: PluginPre<CallState>,
+    pub(crate) pre: PluginPre,
     origin: Origin,
     imports: Vec<String>,
 }
@@ -57,12 +63,18 @@ impl LoadedPlugin {
     pub fn imports(&self) -> &[String] {
         &self.imports
     }
+
+    /// The contract version it was built against.
+    pub fn contract(&self) -> Contract {
+        self.pre.contract()
+    }
 }
 
 impl fmt::Debug for LoadedPlugin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LoadedPlugin")
             .field("origin", &self.origin)
+            .field("contract", &self.contract())
             .field("imports", &self.imports)
             .finish()
     }
@@ -76,6 +88,8 @@ pub struct Engine {
     /// root the link checks hold it to.
     workspace: links::LinkRoot,
     limits: Limits,
+    /// What every call's requests go through.
+    egress: Arc<Egress>,
     ticker: setup::Ticker,
 }
 
@@ -90,14 +104,26 @@ impl fmt::Debug for Engine {
 
 impl Engine {
     /// Sets up the engine for `limits`, with the compile cache under
-    /// `state_dir/cache`, serving calls on `workspace`.
-    pub fn new(workspace: &Path, state_dir: &Path, limits: &Limits) -> Result<Engine, EngineError> {
+    /// `state_dir/cache`, serving calls on `workspace` and sending their
+    /// requests through `egress`.
+    pub fn new(
+        workspace: &Path,
+        state_dir: &Path,
+        limits: &Limits,
+        egress: Arc<Egress>,
+    ) -> Result<Engine, EngineError> {
         let engine_error = EngineError::from_wasmtime;
         let engine = setup::engine(limits).map_err(engine_error)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(engine_error)?;
+        // Linked for every plugin, so a plugin that imports it still loads
+        // and is then refused by name if it declares no network; a call
+        // without a network grant has every request refused.
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(engine_error)?;
         links::shadow(&mut linker).map_err(engine_error)?;
-        bindings::toolwarden::tool::host::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
+        bindings::v0_1::toolwarden::tool::host::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
+            .map_err(engine_error)?;
+        bindings::v0_2::toolwarden::tool::host::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
             .map_err(engine_error)?;
         let cache = cache::Cache::open(state_dir, setup::engine_key(&engine));
         let ticker = setup::Ticker::start(&engine);
@@ -107,6 +133,7 @@ impl Engine {
             cache,
             workspace: links::LinkRoot::new(workspace),
             limits: limits.clone(),
+            egress,
             ticker,
         })
     }
@@ -130,8 +157,8 @@ impl Engine {
         let pre = self
             .linker
             .instantiate_pre(&component)
-            .and_then(PluginPre::new)
             .map_err(|e| PluginError::WrongWorld(format!("{e:#}")))?;
+        let pre = PluginPre::new(pre).map_err(PluginError::WrongWorld)?;
         Ok(LoadedPlugin {
             pre,
             origin,

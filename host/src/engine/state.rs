@@ -2,10 +2,12 @@
 //! memory limiter and the per-call state of the `host` interface.
 
 use crate::call::{CancelToken, ProgressSink};
+use crate::egress::CallHooks;
 use std::sync::Arc;
 use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 /// Open WASI handles (files, streams, directories) one call may hold. Far
 /// above what a tool needs; stops descriptor exhaustion.
@@ -63,6 +65,10 @@ pub(crate) struct CallState {
     /// Set when the call may write the workspace: the symlinks it makes
     /// are checked against it.
     pub(super) links: Option<super::links::LinkRoot>,
+    pub(super) http: WasiHttpCtx,
+    /// Every request the guest hands to `wasi:http` goes through these,
+    /// with the call's network grant.
+    pub(super) egress: CallHooks,
 }
 
 impl CallState {
@@ -70,6 +76,21 @@ impl CallState {
     /// that is only being torn down.
     pub(crate) fn forget_caller(&mut self) {
         self.host.progress = None;
+    }
+
+    /// The requests the call sent (or tried to), so far.
+    pub(crate) fn requests(&self) -> Vec<crate::egress::RequestRecord> {
+        self.egress.requests()
+    }
+}
+
+impl WasiHttpView for CallState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.egress,
+        }
     }
 }
 

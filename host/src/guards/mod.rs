@@ -9,6 +9,11 @@
 //!   symlink out; see [`crate::workspace`]) and must not name one of the
 //!   host's own files (its config, state or plugins), whatever the policy
 //!   says;
+//! - URL: every argument marked `"format": "uri"` must go to an origin the
+//!   call's network grant covers, so a tool is never started on a URL it
+//!   could not fetch;
+//! - credentials: a tool that declares a credential the config does not
+//!   define does not run (`CREDENTIAL_MISSING`);
 //! - budget: per-session call counts and run time, and repeated calls with
 //!   the same arguments (see [`budget`]); passing it reserves the call's unit.
 //!
@@ -21,6 +26,7 @@ pub use budget::{Budget, BudgetSection, MAX_RESIDENT_SESSIONS, Reservation};
 
 use crate::call::SessionId;
 use crate::capability::SandboxMode;
+use crate::egress::Egress;
 use crate::outcome::{CallError, ErrorCode};
 use crate::policy::AuthorizedCall;
 use crate::spec::FsNeed;
@@ -34,6 +40,8 @@ pub struct Guards {
     sandbox: SandboxMode,
     budget: Budget,
     ledger: Arc<budget::Ledger>,
+    /// Which credentials the config defines.
+    egress: Arc<Egress>,
 }
 
 /// A call every guard let through. Only [`Guards::check`] makes one.
@@ -49,11 +57,17 @@ impl AdmittedCall {
 }
 
 impl Guards {
-    pub fn new(sandbox: SandboxMode, budget: Budget, store: Arc<Store>) -> Guards {
+    pub fn new(
+        sandbox: SandboxMode,
+        budget: Budget,
+        store: Arc<Store>,
+        egress: Arc<Egress>,
+    ) -> Guards {
         Guards {
             sandbox,
             budget,
             ledger: Arc::new(budget::Ledger::new(store)),
+            egress,
         }
     }
 
@@ -93,6 +107,45 @@ impl Guards {
             return Err(CallError::new(
                 ErrorCode::GuardDenied,
                 format!("argument `{}` (`{}`) {why}", path.pointer, path.written),
+            ));
+        }
+        let network = &call.grant().net;
+        for uri in call.call().uris() {
+            let reachable = uri.origin.as_ref().is_some_and(|origin| {
+                network
+                    .origins()
+                    .iter()
+                    .any(|granted| granted.pattern.matches(origin))
+            });
+            if !reachable {
+                let goes = uri.origin.as_ref().map_or_else(
+                    || "is not an http(s) URL".to_owned(),
+                    |o| format!("goes to `{o}`"),
+                );
+                return Err(CallError::new(
+                    ErrorCode::GuardDenied,
+                    format!(
+                        "argument `{}` (`{}`) {goes}, which this call may not reach (it may \
+                         reach: {network}); the operator allows origins in `[network] allow`",
+                        uri.pointer, uri.written
+                    ),
+                ));
+            }
+        }
+        if let Some(need) = &tool.spec.network
+            && let Some(missing) = need
+                .credentials
+                .iter()
+                .find(|name| !self.egress.credentials().defines(name))
+        {
+            return Err(CallError::new(
+                ErrorCode::CredentialMissing,
+                format!(
+                    "`{}` needs the credential `{missing}`, which the config does not define; \
+                     the operator adds it as [credential.{missing}] with env or file, origins \
+                     and header",
+                    tool.spec.name
+                ),
             ));
         }
         let reservation =

@@ -20,8 +20,8 @@ impl Server {
     pub(super) fn approval_question(&self, id: &str) -> Option<ElicitRequestParams> {
         let approval = self.host.records().approval(id).ok()??;
         input::approval_form(format!(
-            "toolwarden: approve this one call?\n\ntool: {}\narguments: {}\ncapability: filesystem {}\nwhy the policy asks: {}",
-            approval.tool, approval.args, approval.capability, approval.reason
+            "toolwarden: approve this one call?\n\ntool: {}\narguments: {}\ncapability: filesystem {}, network {}\nwhy the policy asks: {}",
+            approval.tool, approval.args, approval.capability, approval.network, approval.reason
         ))
     }
 

@@ -19,7 +19,7 @@ pub(super) fn tool(spec: &ToolSpec) -> Tool {
         .read_only(read_only)
         .destructive(!read_only)
         .idempotent(spec.effects.contains(Effect::Idempotent))
-        .open_world(spec.effects.contains(Effect::OpenWorld));
+        .open_world(spec.effects.contains(Effect::OpenWorld) || spec.network.is_some());
     let mut tool = Tool::new(
         spec.name.clone(),
         spec.description.clone(),

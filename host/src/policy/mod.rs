@@ -12,12 +12,13 @@ mod rule;
 mod section;
 
 #[cfg(test)]
-pub use rule::ArgPattern;
+pub use rule::{ArgPattern, NetMatch};
 pub use rule::{Miss, Rule, RuleDef, RuleMatch, Verdict};
 pub use section::RuleSection;
 
 use crate::capability::SandboxMode;
-use crate::capability::{FsAccess, Grant};
+use crate::capability::{FsAccess, Grant, Network};
+use crate::egress::Allowance;
 use crate::outcome::{CallError, ErrorCode};
 use crate::spec::{Risk, ToolSpec};
 use crate::validation::ValidatedCall;
@@ -27,10 +28,11 @@ use serde_json::Value;
 use smallvec::SmallVec;
 use std::sync::Arc;
 
-/// The compiled rules.
+/// The compiled rules, and what the operator allows tools to reach.
 #[derive(Debug, Default)]
 pub struct Policy {
     rules: Vec<Rule>,
+    allowance: Allowance,
 }
 
 /// A policy error at load time.
@@ -97,7 +99,9 @@ pub struct Explanation {
 }
 
 impl Policy {
-    pub fn compile(defs: Vec<RuleDef>) -> Result<Policy, PolicyError> {
+    /// The rules, deciding calls whose network grant is what each tool
+    /// declares narrowed to `allowance`.
+    pub fn compile(defs: Vec<RuleDef>, allowance: Allowance) -> Result<Policy, PolicyError> {
         let rules = defs
             .into_iter()
             .enumerate()
@@ -122,7 +126,25 @@ impl Policy {
                 }
             }
         }
-        Ok(Policy { rules })
+        Ok(Policy { rules, allowance })
+    }
+
+    /// What a call of `spec` from the plugin file `plugin` may reach: what
+    /// the tool declares, narrowed to what the operator allows it.
+    pub fn network(&self, spec: &ToolSpec, plugin: &str) -> Network {
+        self.allowance.grant(plugin, spec.network.as_ref())
+    }
+
+    /// The origins a tool declares that the operator allows nowhere.
+    pub fn unallowed<'a>(
+        &self,
+        spec: &'a ToolSpec,
+        plugin: &str,
+    ) -> Vec<&'a crate::origin::OriginPattern> {
+        spec.network
+            .as_ref()
+            .map(|need| self.allowance.unallowed(plugin, need))
+            .unwrap_or_default()
     }
 
     /// SHA-256 over the compiled rules, in an order of their own: what an
@@ -161,14 +183,15 @@ impl Policy {
         written: Option<&Value>,
     ) -> Explanation {
         let mut reports = Vec::with_capacity(self.rules.len());
-        let decision = self.decide(spec, plugin, args, written, |rule, seen| {
+        let network = self.network(spec, plugin);
+        let decision = self.decide(spec, plugin, args, written, &network, |rule, seen| {
             let note = match seen {
                 Seen::Matched => None,
                 Seen::SetAside => Some(format!(
                     "set aside: `{}` is dangerous and this rule does not name it exactly",
                     spec.name
                 )),
-                Seen::Missed(miss) => Some(rule.miss_note(miss, spec, plugin, args)),
+                Seen::Missed(miss) => Some(rule.miss_note(miss, spec, plugin, args, &network)),
                 Seen::NeedsArgs => Some("depends on argument values (`when`)".to_owned()),
             };
             reports.push(RuleReport {
@@ -189,7 +212,8 @@ impl Policy {
 
     /// What the rules decide for a call.
     pub fn evaluate(&self, spec: &ToolSpec, plugin: &str, args: Option<&Value>) -> Decision {
-        self.decide(spec, plugin, args, None, |_, _| {})
+        let network = self.network(spec, plugin);
+        self.decide(spec, plugin, args, None, &network, |_, _| {})
     }
 
     /// Decides a call, showing `each` what every rule made of it. Shared by
@@ -200,6 +224,7 @@ impl Policy {
         plugin: &str,
         args: Option<&Value>,
         written: Option<&Value>,
+        network: &Network,
         mut each: impl FnMut(&Rule, Seen),
     ) -> Decision {
         let dangerous = spec.risk == Risk::Dangerous;
@@ -207,7 +232,7 @@ impl Policy {
         let mut matched = RuleNumbers::new();
         let mut depends_on_args = false;
         for rule in &self.rules {
-            let seen = match rule.check(spec, plugin, args, written) {
+            let seen = match rule.check(spec, plugin, args, written, network) {
                 RuleMatch::Matched
                     if dangerous && rule.verdict() != Verdict::Deny && !rule.names(&spec.name) =>
                 {
@@ -269,11 +294,13 @@ impl Policy {
     ) -> Result<AuthorizedCall, Denied> {
         let resolved = call.call().resolved();
         let tool = resolved.tool();
+        let network = self.network(&tool.spec, tool.plugin.file_name());
         let decision = self.decide(
             &tool.spec,
             tool.plugin.file_name(),
             Some(resolved.args().value()),
             call.written(),
+            &network,
             |_, _| {},
         );
         match decision.verdict {
@@ -286,6 +313,7 @@ impl Policy {
                 };
                 let grant = Grant {
                     fs: FsAccess::for_tool(tool.spec.filesystem, session),
+                    net: network,
                 };
                 Ok(AuthorizedCall {
                     call,
@@ -337,6 +365,10 @@ impl AuthorizedCall {
 
     pub fn decision(&self) -> &Decision {
         &self.decision
+    }
+
+    pub fn grant(&self) -> &Grant {
+        &self.grant
     }
 
     pub(crate) fn into_parts(self) -> (ValidatedCall, Clearance, Decision, Grant) {

@@ -3,9 +3,12 @@
 //! A rule matches a call when every matcher it has matches (a matcher that is
 //! left out matches everything): `tools` (name globs), `plugin` (file-name
 //! globs), `risk` (any of), `effects` (the tool declares all of them),
-//! `filesystem` (any of) and `when` (argument values by JSON pointer).
+//! `filesystem` (any of), `network` (what the call may reach) and `when`
+//! (argument values by JSON pointer).
 
 use super::PolicyError;
+use crate::capability::Network;
+use crate::origin::OriginPattern;
 use crate::spec::{Effect, FsNeed, Risk, ToolSpec};
 use globset::{Glob, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
@@ -37,11 +40,25 @@ impl Verdict {
     }
 }
 
+/// What a `network` matcher asks of the call's network grant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NetMatch {
+    /// `network = true`: the call may reach some origin; `false`: none.
+    Reaches(bool),
+    /// `network = ["https://*.github.com"]`: a deny or ask rule matches a
+    /// call that may reach any origin these overlap; an allow rule only a
+    /// call all of whose origins lie within them.
+    Origins(Vec<OriginPattern>),
+}
+
 /// How one argument value is matched, as written in `when`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ArgPattern {
     /// A string glob, matched against the argument read as a path (`./a//b/../c`
     /// is `a/c`); `*` stays within one path segment, `**` crosses segments.
+    /// A glob that starts with `http://` or `https://` is matched against the
+    /// argument read as a URL the way browsers read it (`HTTPS://Docs.RS/a/../b`
+    /// is `https://docs.rs/b`); a value that is no such URL does not match.
     /// Non-string values never match.
     Glob(String),
     /// Equal to this scalar (numbers compare by value).
@@ -59,6 +76,7 @@ pub struct RuleDef {
     pub risk: Option<Vec<Risk>>,
     pub effects: Option<Vec<Effect>>,
     pub filesystem: Option<Vec<FsNeed>>,
+    pub network: Option<NetMatch>,
     pub when: BTreeMap<String, ArgPattern>,
     pub verdict: Verdict,
     pub reason: String,
@@ -67,6 +85,7 @@ pub struct RuleDef {
 #[derive(Debug)]
 enum Compiled {
     Glob(GlobMatcher),
+    UrlGlob(GlobMatcher),
     Exact(Value),
     Not(Box<Compiled>),
 }
@@ -103,6 +122,7 @@ pub enum Miss {
     Risk,
     Effect(Effect),
     Filesystem,
+    Network,
     /// The `when` entry at this position.
     When(usize),
 }
@@ -136,24 +156,46 @@ fn globs(
     })
 }
 
+/// The scheme and host of a URL glob in lower case, as URLs are compared
+/// once read: `HTTPS://Docs.RS/**` means `https://docs.rs/**`.
+fn url_glob(glob: &str) -> Option<String> {
+    let lower = glob.get(..8)?.to_ascii_lowercase();
+    if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+        return None;
+    }
+    let after_scheme = glob.find("://")? + 3;
+    let host_end = glob[after_scheme..]
+        .find('/')
+        .map_or(glob.len(), |i| after_scheme + i);
+    Some(format!(
+        "{}{}",
+        glob[..host_end].to_ascii_lowercase(),
+        &glob[host_end..]
+    ))
+}
+
 fn compile_pattern(
     pointer: &str,
     pattern: &ArgPattern,
     error: &dyn Fn(String, &str) -> PolicyError,
 ) -> Result<Compiled, PolicyError> {
+    let glob_matcher = |glob: &str| {
+        GlobBuilder::new(glob)
+            .literal_separator(true)
+            .build()
+            .map(|g| g.compile_matcher())
+            .map_err(|e| {
+                error(
+                    format!("`when.\"{pointer}\"`: `{glob}` is not a valid glob: {e}"),
+                    "e.g. \"src/**\", \"*.md\" or \"https://docs.rs/**\"",
+                )
+            })
+    };
     Ok(match pattern {
-        ArgPattern::Glob(glob) => Compiled::Glob(
-            GlobBuilder::new(glob)
-                .literal_separator(true)
-                .build()
-                .map_err(|e| {
-                    error(
-                        format!("`when.\"{pointer}\"`: `{glob}` is not a valid glob: {e}"),
-                        "e.g. \"src/**\" or \"*.md\"",
-                    )
-                })?
-                .compile_matcher(),
-        ),
+        ArgPattern::Glob(glob) => match url_glob(glob) {
+            Some(url) => Compiled::UrlGlob(glob_matcher(&url)?),
+            None => Compiled::Glob(glob_matcher(glob)?),
+        },
         ArgPattern::Exact(value) => Compiled::Exact(value.clone()),
         ArgPattern::Not(inner) => Compiled::Not(Box::new(compile_pattern(pointer, inner, error)?)),
     })
@@ -194,8 +236,13 @@ impl Compiled {
         match (self, value) {
             (Compiled::Not(inner), v) => !inner.matches(v),
             (Compiled::Glob(glob), Some(Value::String(s))) => glob.is_match(normalize_path(s)),
+            (Compiled::UrlGlob(glob), Some(Value::String(s))) => {
+                url::Url::parse(s).is_ok_and(|url| {
+                    matches!(url.scheme(), "http" | "https") && glob.is_match(url.as_str())
+                })
+            }
             (Compiled::Exact(expected), Some(v)) => same_scalar(expected, v),
-            (Compiled::Glob(_) | Compiled::Exact(_), _) => false,
+            (Compiled::Glob(_) | Compiled::UrlGlob(_) | Compiled::Exact(_), _) => false,
         }
     }
 }
@@ -207,6 +254,20 @@ fn sorted<T: Ord + Clone>(list: &Option<Vec<T>>) -> Option<Vec<T>> {
         l.dedup();
         l
     })
+}
+
+/// A `network` matcher in an order of its own, for comparing rules.
+fn network_key(matcher: &Option<NetMatch>) -> Value {
+    match matcher {
+        None => Value::Null,
+        Some(NetMatch::Reaches(reaches)) => Value::Bool(*reaches),
+        Some(NetMatch::Origins(list)) => {
+            let mut shown: Vec<String> = list.iter().map(ToString::to_string).collect();
+            shown.sort();
+            shown.dedup();
+            serde_json::json!(shown)
+        }
+    }
 }
 
 fn names<T: Copy>(list: &[T], name: fn(T) -> &'static str) -> String {
@@ -228,6 +289,10 @@ impl Rule {
             ));
         }
         for (key, list_empty) in [
+            (
+                "network",
+                matches!(&def.network, Some(NetMatch::Origins(list)) if list.is_empty()),
+            ),
             ("risk", def.risk.as_ref().is_some_and(Vec::is_empty)),
             ("effects", def.effects.as_ref().is_some_and(Vec::is_empty)),
             (
@@ -309,6 +374,7 @@ impl Rule {
         plugin: &str,
         args: Option<&Value>,
         written: Option<&Value>,
+        network: &Network,
     ) -> RuleMatch {
         if let Some(tools) = &self.tools
             && !tools.is_match(&spec.name)
@@ -335,6 +401,11 @@ impl Rule {
         {
             return RuleMatch::Missed(Miss::Filesystem);
         }
+        if let Some(matcher) = &self.def.network
+            && !self.network_matches(matcher, network)
+        {
+            return RuleMatch::Missed(Miss::Network);
+        }
         if self.when.is_empty() {
             return RuleMatch::Matched;
         }
@@ -354,6 +425,28 @@ impl Rule {
         }
     }
 
+    /// A `network` matcher against the call's grant: overlapping is
+    /// enough for deny and ask, allow needs every granted origin inside.
+    fn network_matches(&self, matcher: &NetMatch, network: &Network) -> bool {
+        match matcher {
+            NetMatch::Reaches(reaches) => network.origins().is_empty() != *reaches,
+            NetMatch::Origins(listed) => match self.verdict() {
+                Verdict::Allow => {
+                    !network.origins().is_empty()
+                        && network
+                            .origins()
+                            .iter()
+                            .all(|granted| listed.iter().any(|p| granted.pattern.within(p)))
+                }
+                Verdict::Ask | Verdict::Deny => network.origins().iter().any(|granted| {
+                    listed
+                        .iter()
+                        .any(|p| granted.pattern.intersect(p).is_some())
+                }),
+            },
+        }
+    }
+
     /// Says why the rule missed a call, as [`Rule::check`] found.
     pub fn miss_note(
         &self,
@@ -361,6 +454,7 @@ impl Rule {
         spec: &ToolSpec,
         plugin: &str,
         args: Option<&Value>,
+        network: &Network,
     ) -> String {
         match miss {
             Miss::Tools => format!("`tools` does not match `{}`", spec.name),
@@ -380,6 +474,9 @@ impl Rule {
                     FsNeed::as_str
                 )
             ),
+            Miss::Network => {
+                format!("`network` does not match what the call may reach ({network})")
+            }
             Miss::When(at) => {
                 let pointer = self.when.get(at).map_or("", |(p, _)| p.as_str());
                 let value = args.and_then(|a| a.pointer(pointer));
@@ -397,6 +494,7 @@ impl Rule {
             && sorted(&a.risk) == sorted(&b.risk)
             && sorted(&a.effects) == sorted(&b.effects)
             && sorted(&a.filesystem) == sorted(&b.filesystem)
+            && network_key(&a.network) == network_key(&b.network)
             && a.when == b.when
     }
 
@@ -422,6 +520,7 @@ impl Rule {
             "risk": sorted(&d.risk),
             "effects": sorted(&d.effects),
             "filesystem": sorted(&d.filesystem),
+            "network": network_key(&d.network),
             "when": when,
             "decision": d.verdict,
             "reason": d.reason,
@@ -438,7 +537,21 @@ impl Rule {
 
 #[cfg(test)]
 mod tests {
-    use super::normalize_path;
+    use super::{normalize_path, url_glob};
+
+    #[test]
+    fn url_globs_compare_scheme_and_host_in_lower_case() {
+        assert_eq!(
+            url_glob("HTTPS://Docs.RS/A/**").as_deref(),
+            Some("https://docs.rs/A/**")
+        );
+        assert_eq!(
+            url_glob("https://docs.rs").as_deref(),
+            Some("https://docs.rs")
+        );
+        assert_eq!(url_glob("src/**"), None);
+        assert_eq!(url_glob("ftp://x/**"), None);
+    }
 
     #[test]
     fn paths_are_normalized_lexically_before_matching() {

@@ -2,7 +2,7 @@
 //! it becomes a [`RuleDef`]. The policy step owns its section; `config`
 //! hands each table here with its line.
 
-use super::rule::{ArgPattern, RuleDef, Verdict};
+use super::rule::{ArgPattern, NetMatch, RuleDef, Verdict};
 use crate::settings::SettingError;
 use crate::spec::{Effect, FsNeed, Risk};
 use serde::Deserialize;
@@ -17,6 +17,7 @@ pub struct RuleSection {
     risk: Option<Vec<Risk>>,
     effects: Option<Vec<Effect>>,
     filesystem: Option<Vec<FsNeed>>,
+    network: Option<toml::Value>,
     #[serde(default)]
     when: BTreeMap<String, toml::Value>,
     decision: Verdict,
@@ -24,7 +25,8 @@ pub struct RuleSection {
 }
 
 impl RuleSection {
-    pub const KEYS: &str = "tools, plugin, risk, effects, filesystem, when, decision, reason";
+    pub const KEYS: &str =
+        "tools, plugin, risk, effects, filesystem, network, when, decision, reason";
 
     /// The rule, which starts at `line` of the file.
     pub fn resolve(self, line: usize) -> Result<RuleDef, SettingError> {
@@ -38,7 +40,9 @@ impl RuleSection {
             })?;
             when.insert(pointer, pattern);
         }
+        let network = self.network.as_ref().map(net_match).transpose()?;
         Ok(RuleDef {
+            network,
             line: Some(line),
             tools: self.tools,
             plugin: self.plugin,
@@ -49,6 +53,31 @@ impl RuleSection {
             verdict: self.decision,
             reason: self.reason,
         })
+    }
+}
+
+/// `network = true | false | ["origin pattern", ...]`.
+fn net_match(value: &toml::Value) -> Result<NetMatch, SettingError> {
+    let hint = "network = true (reaches some origin), false (none), or a list of origins \
+                such as [\"https://*.github.com\"]";
+    match value {
+        toml::Value::Boolean(reaches) => Ok(NetMatch::Reaches(*reaches)),
+        toml::Value::Array(items) => items
+            .iter()
+            .map(|item| {
+                let text = item.as_str().ok_or_else(|| {
+                    SettingError::new(format!("`network`: `{item}` is not an origin"), hint)
+                })?;
+                text.parse().map_err(|e: crate::origin::PatternError| {
+                    SettingError::new(format!("`network`: {}", e.message), e.hint)
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(NetMatch::Origins),
+        other => Err(SettingError::new(
+            format!("`network = {other}` is neither a boolean nor a list of origins"),
+            hint,
+        )),
     }
 }
 

@@ -13,6 +13,7 @@ fn spec(name: &str) -> ToolSpec {
         risk: Risk::Normal,
         filesystem: FsNeed::None,
         timeout_ms: None,
+        network: None,
     }
 }
 
@@ -30,7 +31,7 @@ fn decide(p: &Policy, spec: &ToolSpec, args: serde_json::Value) -> Verdict {
 }
 
 fn policy(rules: Vec<RuleDef>) -> Policy {
-    Policy::compile(rules).unwrap_or_else(|e| panic!("{}", e.message))
+    Policy::compile(rules, Default::default()).unwrap_or_else(|e| panic!("{}", e.message))
 }
 
 #[test]
@@ -73,7 +74,11 @@ fn globs_match_whole_names() {
 fn conflicting_identical_rules_are_a_config_error() {
     let mut second = rule(&["b", "a"], Verdict::Deny);
     second.line = Some(9);
-    let e = Policy::compile(vec![rule(&["a", "b"], Verdict::Allow), second]).unwrap_err();
+    let e = Policy::compile(
+        vec![rule(&["a", "b"], Verdict::Allow), second],
+        Default::default(),
+    )
+    .unwrap_err();
     assert_eq!(e.line, Some(9));
     assert!(
         e.message.contains("`deny` instead of `allow`"),
@@ -90,13 +95,13 @@ fn conflicting_identical_rules_are_a_config_error() {
 #[test]
 fn bad_globs_empty_tools_and_empty_reasons_are_refused() {
     assert!(
-        Policy::compile(vec![rule(&["[a"], Verdict::Allow)])
+        Policy::compile(vec![rule(&["[a"], Verdict::Allow)], Default::default())
             .unwrap_err()
             .message
             .contains("glob")
     );
     assert!(
-        Policy::compile(vec![rule(&[], Verdict::Allow)])
+        Policy::compile(vec![rule(&[], Verdict::Allow)], Default::default())
             .unwrap_err()
             .message
             .contains("empty")
@@ -104,7 +109,7 @@ fn bad_globs_empty_tools_and_empty_reasons_are_refused() {
     let mut silent = rule(&["a"], Verdict::Allow);
     silent.reason = " ".into();
     assert!(
-        Policy::compile(vec![silent])
+        Policy::compile(vec![silent], Default::default())
             .unwrap_err()
             .message
             .contains("reason")
@@ -316,17 +321,203 @@ fn rules_that_differ_only_in_when_do_not_conflict() {
         rule(&["a"], Verdict::Allow),
         with_when(&["a"], Verdict::Deny, &[("/p", glob("x"))]),
     ]);
-    let e = Policy::compile(vec![
-        with_when(&["a"], Verdict::Allow, &[("/p", glob("x"))]),
-        with_when(&["a"], Verdict::Deny, &[("/p", glob("x"))]),
-    ])
+    let e = Policy::compile(
+        vec![
+            with_when(&["a"], Verdict::Allow, &[("/p", glob("x"))]),
+            with_when(&["a"], Verdict::Deny, &[("/p", glob("x"))]),
+        ],
+        Default::default(),
+    )
     .unwrap_err();
     assert!(e.message.contains("exactly what"), "{}", e.message);
     let bad = with_when(&["a"], Verdict::Deny, &[("path", glob("x"))]);
     assert!(
-        Policy::compile(vec![bad])
+        Policy::compile(vec![bad], Default::default())
             .unwrap_err()
             .message
             .contains("JSON pointer")
+    );
+}
+
+fn fetcher(origins: &[&str]) -> ToolSpec {
+    ToolSpec {
+        effects: [Effect::OpenWorld].into_iter().collect(),
+        network: Some(crate::spec::NetworkNeed {
+            origins: origins.iter().map(|o| o.parse().unwrap()).collect(),
+            credentials: vec![],
+        }),
+        ..spec("fetch")
+    }
+}
+
+fn allowance(toml: &str) -> crate::egress::Allowance {
+    let section: crate::egress::NetworkSection = toml::from_str(toml).unwrap();
+    section
+        .resolve()
+        .unwrap_or_else(|e| panic!("{}", e.message))
+        .allowance
+}
+
+fn with_network(verdict: Verdict, matcher: NetMatch) -> RuleDef {
+    RuleDef {
+        network: Some(matcher),
+        ..rule(&["fetch"], verdict)
+    }
+}
+
+fn origins(list: &[&str]) -> NetMatch {
+    NetMatch::Origins(list.iter().map(|o| o.parse().unwrap()).collect())
+}
+
+#[test]
+fn a_call_is_granted_what_the_tool_declares_narrowed_to_what_the_operator_allows() {
+    let allowed = allowance(
+        "allow = [\"https://en.wikipedia.org\", \"https://api.github.com\"]\n\
+         [plugin.\"fs.wasm\"]\nallow = [{ origin = \"http://127.0.0.1:*\", private = true }]\n",
+    );
+    let p = Policy::compile(vec![], allowed).unwrap();
+    let tool = fetcher(&["https://*.wikipedia.org", "http://*:*"]);
+    assert_eq!(
+        p.network(&tool, "fs.wasm").to_string(),
+        "https://en.wikipedia.org, http://127.0.0.1:* (private addresses too)"
+    );
+    assert_eq!(
+        p.network(&tool, "other.wasm").to_string(),
+        "https://en.wikipedia.org"
+    );
+    assert_eq!(p.network(&spec("calc"), "fs.wasm").to_string(), "none");
+    assert_eq!(
+        p.network(&fetcher(&["https://example.org"]), "fs.wasm")
+            .to_string(),
+        "none",
+        "a declared origin nobody allows is not granted"
+    );
+    let unallowed: Vec<String> = p
+        .unallowed(
+            &fetcher(&["https://example.org", "https://api.github.com"]),
+            "x.wasm",
+        )
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(unallowed, ["https://example.org"]);
+}
+
+#[test]
+fn network_matchers_are_strict_for_allow_and_wide_for_deny() {
+    let allowed = allowance("allow = [\"https://api.github.com\", \"https://docs.rs\"]");
+    let tool = fetcher(&["https://*"]);
+    let p = Policy::compile(
+        vec![with_network(
+            Verdict::Allow,
+            origins(&["https://*.github.com"]),
+        )],
+        allowed.clone(),
+    )
+    .unwrap();
+    assert_eq!(
+        p.evaluate(&tool, "f.wasm", None).verdict,
+        Verdict::Deny,
+        "an allow rule matches only when every granted origin is inside it"
+    );
+    let p = Policy::compile(
+        vec![with_network(
+            Verdict::Allow,
+            origins(&["https://*.github.com", "https://docs.rs"]),
+        )],
+        allowed.clone(),
+    )
+    .unwrap();
+    assert_eq!(p.evaluate(&tool, "f.wasm", None).verdict, Verdict::Allow);
+    let p = Policy::compile(
+        vec![
+            rule(&["fetch"], Verdict::Allow),
+            with_network(Verdict::Deny, origins(&["https://*.github.com"])),
+        ],
+        allowed.clone(),
+    )
+    .unwrap();
+    assert_eq!(
+        p.evaluate(&tool, "f.wasm", None).verdict,
+        Verdict::Deny,
+        "a deny rule matches when any granted origin overlaps it"
+    );
+    let p = Policy::compile(
+        vec![
+            rule(&["*"], Verdict::Allow),
+            RuleDef {
+                network: Some(NetMatch::Reaches(true)),
+                ..rule(&["*"], Verdict::Ask)
+            },
+        ],
+        allowed,
+    )
+    .unwrap();
+    assert_eq!(p.evaluate(&tool, "f.wasm", None).verdict, Verdict::Ask);
+    assert_eq!(
+        p.evaluate(&spec("calc"), "f.wasm", None).verdict,
+        Verdict::Allow
+    );
+    let explained = p.explain(&spec("calc"), "f.wasm", None, None);
+    assert!(
+        explained.rules[1]
+            .note
+            .as_deref()
+            .unwrap_or("")
+            .contains("`network`"),
+        "{:?}",
+        explained.rules[1]
+    );
+}
+
+#[test]
+fn url_globs_match_urls_as_browsers_read_them() {
+    let docs = || {
+        with_when(
+            &["fetch"],
+            Verdict::Allow,
+            &[("/url", glob("https://docs.rs/**"))],
+        )
+    };
+    let deny = with_when(
+        &["fetch"],
+        Verdict::Deny,
+        &[("/url", glob("https://*.evil.org/**"))],
+    );
+    let p = policy(vec![docs(), deny]);
+    let tool = spec("fetch");
+    for (url, want) in [
+        ("https://docs.rs/serde/latest", Verdict::Allow),
+        ("HTTPS://DOCS.RS/serde", Verdict::Allow),
+        ("https://docs.rs:443/a/../b", Verdict::Allow),
+        ("https://docs.rs.evil.com/x", Verdict::Deny),
+        ("https://docs.rs@evil.com/x", Verdict::Deny),
+        ("https://docs.rs\\@evil.com/x", Verdict::Allow),
+        ("http://docs.rs/x", Verdict::Deny),
+        ("not a url", Verdict::Deny),
+        ("https://a.evil.org/x", Verdict::Deny),
+    ] {
+        assert_eq!(decide(&p, &tool, json!({ "url": url })), want, "{url}");
+    }
+}
+
+#[test]
+fn network_matchers_are_part_of_what_a_rule_matches() {
+    let a = with_network(Verdict::Allow, NetMatch::Reaches(true));
+    let b = with_network(Verdict::Deny, NetMatch::Reaches(false));
+    assert!(Policy::compile(vec![a.clone(), b], Default::default()).is_ok());
+    let c = with_network(Verdict::Deny, NetMatch::Reaches(true));
+    assert!(Policy::compile(vec![a.clone(), c], Default::default()).is_err());
+    let fingerprint = |rules| {
+        Policy::compile(rules, Default::default())
+            .unwrap()
+            .fingerprint()
+    };
+    assert_ne!(
+        fingerprint(vec![a]),
+        fingerprint(vec![with_network(
+            Verdict::Allow,
+            origins(&["https://a.org"])
+        )])
     );
 }

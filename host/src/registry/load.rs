@@ -119,6 +119,19 @@ pub(super) fn load_one(
         }
         tools.push(check_tool(spec, &plugin)?);
     }
+    // Only a plugin that says what it will reach may hold the door to the
+    // network at all.
+    if !tools.iter().any(|t| t.spec.network.is_some())
+        && let Some(http) = plugin
+            .loaded
+            .imports()
+            .iter()
+            .find(|i| i.starts_with("wasi:http/"))
+    {
+        return Err(PluginError::UndeclaredNetwork {
+            import: http.clone(),
+        });
+    }
     Ok((plugin, tools))
 }
 
@@ -127,8 +140,14 @@ fn check_tool(spec: ToolSpec, plugin: &Arc<Plugin>) -> Result<Tool, PluginError>
         tool: spec.name.clone(),
         problem,
     };
-    check_declaration(&spec.name, &spec.description, spec.effects, spec.filesystem)
-        .map_err(problem)?;
+    check_declaration(
+        &spec.name,
+        &spec.description,
+        spec.effects,
+        spec.filesystem,
+        spec.network.as_ref(),
+    )
+    .map_err(problem)?;
     let input = Schema::compile(&spec.input_schema).map_err(|e| problem(format!("input {e}")))?;
     if !input.is_object_schema() {
         return Err(problem(

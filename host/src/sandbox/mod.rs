@@ -5,7 +5,8 @@
 //! plugin only after every earlier step said yes, and only once. Each call
 //! gets a fresh `Store` (built by the [`Engine`]) with exactly the granted
 //! preopens (none, or the workspace at `/workspace` read-only or
-//! read-write), no environment, no arguments, no network, captured and
+//! read-write), requests only to the granted origins, no sockets, no
+//! environment, no arguments, captured and
 //! capped stdio, fuel, a memory limit, a wall-clock deadline and
 //! cancellation; the store is dropped afterwards, whatever happened. It
 //! never decides whether a call may run.
@@ -13,7 +14,8 @@
 mod run;
 mod teardown;
 
-pub use run::{RawOutput, RunContext, ToolFailure};
+pub use crate::engine::{RawOutput, ToolFailure};
+pub use run::RunContext;
 pub use teardown::{defer_on_this_thread, finish_deferred};
 
 use crate::approval::PreparedCall;
@@ -28,6 +30,8 @@ pub struct Execution {
     /// The tool returned (a value or its own error), or the call was stopped.
     pub result: Result<Result<RawOutput, ToolFailure>, CallError>,
     pub fuel_used: Option<u64>,
+    /// Every request the call sent or tried to send, in order.
+    pub requests: Vec<crate::egress::RequestRecord>,
 }
 
 #[derive(Debug)]

@@ -8,13 +8,8 @@ use super::teardown::{Teardown, release};
 use crate::approval::PreparedCall;
 use crate::call::{CallId, CancelToken, ProgressSink, SessionId};
 use crate::capability::FsAccess;
-use crate::engine::bindings::exports::toolwarden::tool::tool::{
-    CallContext, ToolError, ToolOutput,
-};
-use crate::engine::guest::{
-    GUEST_WORKSPACE, Phase, classify, instantiate, log_stdio, new_store, race,
-};
-use crate::engine::{Engine, HostState, LOG_BUDGET_BYTES};
+use crate::engine::guest::{GUEST_WORKSPACE, classify, log_stdio, new_store, race};
+use crate::engine::{CallContext, Engine, HostState, LOG_BUDGET_BYTES};
 use crate::outcome::{CallError, ErrorCode};
 use std::sync::Arc;
 use tokio::sync::Semaphore;
@@ -26,21 +21,6 @@ pub struct RunContext {
     pub session: SessionId,
     pub cancel: CancelToken,
     pub progress: Option<ProgressSink>,
-}
-
-/// What a tool returned on success, unchecked.
-#[derive(Debug)]
-pub struct RawOutput {
-    pub value: String,
-    pub text: Option<String>,
-}
-
-/// A tool's own expected error (the WIT `tool-error`).
-#[derive(Debug, PartialEq, Eq)]
-pub enum ToolFailure {
-    InvalidArgs(String),
-    NotFound(String),
-    Failed(String),
 }
 
 pub(super) async fn invoke(
@@ -66,6 +46,7 @@ pub(super) async fn invoke(
                         "the call was cancelled while waiting for a free sandbox; it did not run",
                     )),
                     fuel_used: None,
+                    requests: Vec::new(),
                 };
             }
             slot = Arc::clone(slots).acquire_owned() => slot,
@@ -79,6 +60,7 @@ pub(super) async fn invoke(
                 "the sandbox is shutting down; the call did not run",
             )),
             fuel_used: None,
+            requests: Vec::new(),
         };
     };
     let host = HostState {
@@ -89,12 +71,13 @@ pub(super) async fn invoke(
         log_bytes_left: LOG_BUDGET_BYTES,
         progress_gate: Default::default(),
     };
-    let (mut store, pipes) = match new_store(engine, call.grant(), host, fuel) {
+    let (mut store, pipes) = match new_store(engine, call.grant(), host, fuel, timeout) {
         Ok(created) => created,
         Err(e) => {
             return Execution {
                 result: Err(e),
                 fuel_used: None,
+                requests: Vec::new(),
             };
         }
     };
@@ -108,19 +91,12 @@ pub(super) async fn invoke(
     // level. It is dropped at the end of this block, when `race` is done.
     let outcome = {
         let _ticking = engine.ticking();
-        let guest = std::pin::pin!(async {
-            let plugin = instantiate(&tool.plugin.loaded.pre, &mut store).await?;
-            plugin
-                .toolwarden_tool_tool()
-                .call_invoke(
-                    &mut store,
-                    &tool.spec.name,
-                    call.args().canonical(),
-                    &context,
-                )
-                .await
-                .map_err(|e| (Phase::Call, e))
-        });
+        let guest = std::pin::pin!(tool.plugin.loaded.pre.invoke(
+            &mut store,
+            &tool.spec.name,
+            call.args().canonical(),
+            &context,
+        ));
         race(guest, timeout, &cx.cancel).await
     };
     // A guest stopped mid-run leaves its fuel counter on the dropped fiber, so
@@ -130,12 +106,12 @@ pub(super) async fn invoke(
         Err(_) => None,
     };
     log_stdio(&pipes, &tool.spec.name, cx.call_id.as_str());
-    let result = classify(outcome, &store, &pipes, timeout).map(|returned| match returned {
-        Ok(ToolOutput { value, text }) => Ok(RawOutput { value, text }),
-        Err(ToolError::InvalidArgs(m)) => Err(ToolFailure::InvalidArgs(m)),
-        Err(ToolError::NotFound(m)) => Err(ToolFailure::NotFound(m)),
-        Err(ToolError::Failed(m)) => Err(ToolFailure::Failed(m)),
-    });
+    let result = classify(outcome, &store, &pipes, timeout);
+    let requests = store.data().requests();
     release(Teardown::new(store, slot));
-    Execution { result, fuel_used }
+    Execution {
+        result,
+        fuel_used,
+        requests,
+    }
 }

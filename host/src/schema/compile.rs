@@ -5,7 +5,7 @@
 //! what the host enforces.
 
 use super::refs::check_ref_chains;
-use super::{Schema, SchemaError};
+use super::{Format, Schema, SchemaError};
 use regex::{Regex, RegexBuilder};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -48,9 +48,10 @@ pub const ANNOTATION_KEYWORDS: &[&str] = &[
 ];
 
 /// `format` values the host understands. `path` marks a workspace-relative
-/// path (the path guard checks it); any other format would be a constraint
-/// the host does not enforce, so it is refused.
-pub const FORMATS: &[&str] = &["path"];
+/// path (the path guard checks it), `uri` an absolute URL (validated, and
+/// checked against the call's network grant); any other format would be a
+/// constraint the host does not enforce, so it is refused.
+pub const FORMATS: &[&str] = &["path", "uri"];
 
 /// A compiled regex may not exceed this, so a plugin cannot make the host
 /// build a huge automaton at load time.
@@ -95,7 +96,7 @@ pub(super) struct Node {
     pub one_of: Vec<Node>,
     pub any_of: Vec<Node>,
     pub reference: Option<usize>,
-    pub path: bool,
+    pub format: Option<Format>,
 }
 
 struct Compiler {
@@ -136,28 +137,33 @@ pub(super) fn compile(doc: &Value) -> Result<Schema, SchemaError> {
     }
     let root_node = compiler.node(doc, "", 0)?;
     check_ref_chains(&root_node, &compiled_defs, &defs)?;
-    let has_paths = std::iter::once(&root_node)
-        .chain(&compiled_defs)
-        .any(Node::marks_a_path);
+    let marked = |format| {
+        std::iter::once(&root_node)
+            .chain(&compiled_defs)
+            .any(|node| node.marks(format))
+    };
+    let has_paths = marked(Format::Path);
+    let has_uris = marked(Format::Uri);
     Ok(Schema {
         root: root_node,
         defs: compiled_defs,
         has_paths,
+        has_uris,
     })
 }
 
 impl Node {
-    /// Whether this node or one below it is `"format": "path"`.
-    fn marks_a_path(&self) -> bool {
-        self.path
-            || self.properties.values().any(Node::marks_a_path)
-            || matches!(&self.additional, Additional::Schema(sub) if sub.marks_a_path())
-            || self.items.as_deref().is_some_and(Node::marks_a_path)
+    /// Whether this node or one below it carries `format`.
+    fn marks(&self, format: Format) -> bool {
+        self.format == Some(format)
+            || self.properties.values().any(|sub| sub.marks(format))
+            || matches!(&self.additional, Additional::Schema(sub) if sub.marks(format))
+            || self.items.as_deref().is_some_and(|sub| sub.marks(format))
             || self
                 .one_of
                 .iter()
                 .chain(&self.any_of)
-                .any(Node::marks_a_path)
+                .any(|sub| sub.marks(format))
     }
 }
 
@@ -226,7 +232,7 @@ impl Compiler {
             one_of: Vec::new(),
             any_of: Vec::new(),
             reference: None,
-            path: false,
+            format: None,
         };
         for (kw, val) in obj {
             let here = pointer_push(ptr, kw);
@@ -346,7 +352,8 @@ impl Compiler {
                     ));
                 }
                 "format" => match val.as_str() {
-                    Some("path") => node.path = true,
+                    Some("path") => node.format = Some(Format::Path),
+                    Some("uri") => node.format = Some(Format::Uri),
                     _ => {
                         return Err(err(
                             &here,

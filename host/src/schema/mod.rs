@@ -23,9 +23,19 @@ pub const MAX_VIOLATIONS: usize = 20;
 pub struct Schema {
     root: compile::Node,
     defs: Vec<compile::Node>,
-    /// Some node is `"format": "path"`: most schemas have none, and then
-    /// the path guard has nothing to walk.
+    /// Some node is `"format": "path"` (`"uri"`): most schemas have none,
+    /// and then the path (URL) step has nothing to walk.
     has_paths: bool,
+    has_uris: bool,
+}
+
+/// The `format`s the host gives meaning to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// A workspace-relative path.
+    Path,
+    /// An absolute URL.
+    Uri,
 }
 
 /// Why a schema was refused.
@@ -90,11 +100,28 @@ impl Schema {
     /// JSON pointers of the strings in `value` that the schema marks with
     /// `"format": "path"` (workspace paths, checked by the path guard).
     pub fn path_pointers(&self, value: &Value) -> Vec<String> {
+        self.pointers(Format::Path, self.has_paths, value)
+    }
+
+    /// JSON pointers of the strings in `value` that the schema marks with
+    /// `"format": "uri"` (URLs, checked against the call's network grant).
+    pub fn uri_pointers(&self, value: &Value) -> Vec<String> {
+        self.pointers(Format::Uri, self.has_uris, value)
+    }
+
+    fn pointers(&self, format: Format, any: bool, value: &Value) -> Vec<String> {
         let mut out = Vec::new();
-        if !self.has_paths {
-            return out;
+        if any {
+            validate::marked(
+                format,
+                self,
+                &self.root,
+                value,
+                &mut String::new(),
+                &mut out,
+                0,
+            );
         }
-        validate::paths(self, &self.root, value, &mut String::new(), &mut out, 0);
         out
     }
 }

@@ -4,7 +4,7 @@
 use super::compile::{
     Additional, Node, T_ARRAY, T_BOOLEAN, T_INTEGER, T_NULL, T_NUMBER, T_OBJECT, T_STRING,
 };
-use super::{MAX_VIOLATIONS, Schema, Violation};
+use super::{Format, MAX_VIOLATIONS, Schema, Violation};
 use serde_json::Value;
 use std::fmt::Write;
 
@@ -210,6 +210,13 @@ pub(super) fn check(
                     format!("must match the pattern `{}`", re.as_str()),
                 );
             }
+            if node.format == Some(Format::Uri) && url::Url::parse(s).is_err() {
+                violate(
+                    out,
+                    ptr,
+                    "must be an absolute URL such as `https://example.org/page`".into(),
+                );
+            }
         }
         Value::Array(items) => {
             if let Some(min) = node.min_items
@@ -331,9 +338,10 @@ pub(super) fn check(
     }
 }
 
-/// Collects the pointers of strings marked `"format": "path"` in a value that
+/// Collects the pointers of strings marked with `format` in a value that
 /// already passed validation.
-pub(super) fn paths(
+pub(super) fn marked(
+    format: Format,
     schema: &Schema,
     node: &Node,
     v: &Value,
@@ -346,9 +354,9 @@ pub(super) fn paths(
         return;
     }
     if let Some(index) = node.reference {
-        paths(schema, &schema.defs[index], v, ptr, out, depth + 1);
+        marked(format, schema, &schema.defs[index], v, ptr, out, depth + 1);
     }
-    if node.path && v.is_string() && !out.contains(ptr) {
+    if node.format == Some(format) && v.is_string() && !out.contains(ptr) {
         out.push(ptr.clone());
     }
     match v {
@@ -360,7 +368,7 @@ pub(super) fn paths(
                     (None, Additional::Allowed | Additional::Denied) => continue,
                 };
                 let len = push_token(ptr, key);
-                paths(schema, sub, value, ptr, out, depth + 1);
+                marked(format, schema, sub, value, ptr, out, depth + 1);
                 ptr.truncate(len);
             }
         }
@@ -368,7 +376,7 @@ pub(super) fn paths(
             if let Some(sub) = &node.items {
                 for (i, item) in items.iter().enumerate() {
                     let len = push_index(ptr, i);
-                    paths(schema, sub, item, ptr, out, depth + 1);
+                    marked(format, schema, sub, item, ptr, out, depth + 1);
                     ptr.truncate(len);
                 }
             }
@@ -376,6 +384,6 @@ pub(super) fn paths(
         Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
     }
     for sub in node.any_of.iter().chain(&node.one_of) {
-        paths(schema, sub, v, ptr, out, depth + 1);
+        marked(format, schema, sub, v, ptr, out, depth + 1);
     }
 }

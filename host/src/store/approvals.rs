@@ -43,6 +43,9 @@ pub struct ApprovalRow {
     pub session: String,
     pub plugin_sha256: String,
     pub grant_fs: String,
+    /// What the call may reach on the network, as [`crate::capability::Network`]
+    /// reads (`none` for every approval from before network existed).
+    pub grant_net: String,
     pub policy_hash: String,
     pub reason: String,
     pub state: ApprovalState,
@@ -86,7 +89,10 @@ impl ApprovalRow {
             (Binding::Arguments, self.args_digest == other.args_digest),
             (Binding::Session, self.session == other.session),
             (Binding::Plugin, self.plugin_sha256 == other.plugin_sha256),
-            (Binding::Capability, self.grant_fs == other.grant_fs),
+            (
+                Binding::Capability,
+                self.grant_fs == other.grant_fs && self.grant_net == other.grant_net,
+            ),
             (Binding::Policy, self.policy_hash == other.policy_hash),
         ]
         .into_iter()
@@ -95,7 +101,7 @@ impl ApprovalRow {
 }
 
 const COLUMNS: &str = "id, tool, args, args_digest, session, plugin_sha256, grant_fs, policy_hash, reason, \
-                       state, decided_reason, created_ms, expires_ms, decided_ms, consumed_ms";
+                       state, decided_reason, created_ms, expires_ms, decided_ms, consumed_ms, grant_net";
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<ApprovalRow> {
     Ok(ApprovalRow {
@@ -114,6 +120,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<ApprovalRow> {
         expires_ms: r.get(12)?,
         decided_ms: r.get(13)?,
         consumed_ms: r.get(14)?,
+        grant_net: r.get(15)?,
     })
 }
 
@@ -121,7 +128,7 @@ impl Store {
     pub fn insert_approval(&self, row: &ApprovalRow) -> Result<(), StoreError> {
         self.conn()
             .execute(
-                &format!("INSERT INTO approvals ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"),
+                &format!("INSERT INTO approvals ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"),
                 params![
                     row.id,
                     row.tool,
@@ -137,7 +144,8 @@ impl Store {
                     row.created_ms,
                     row.expires_ms,
                     row.decided_ms,
-                    row.consumed_ms
+                    row.consumed_ms,
+                    row.grant_net
                 ],
             )
             .map(drop)
@@ -167,7 +175,7 @@ impl Store {
                 &format!(
                     "SELECT {COLUMNS} FROM approvals WHERE tool = ?1 AND args_digest = ?2 AND session = ?3 \
                      AND plugin_sha256 = ?4 AND grant_fs = ?5 AND policy_hash = ?6 \
-                     AND state IN ('pending', 'approved') AND expires_ms > ?7 \
+                     AND state IN ('pending', 'approved') AND expires_ms > ?7 AND grant_net = ?8 \
                      ORDER BY state = 'approved' DESC, created_ms DESC LIMIT 1"
                 ),
                 params![
@@ -177,7 +185,8 @@ impl Store {
                     expected.plugin_sha256,
                     expected.grant_fs,
                     expected.policy_hash,
-                    now_ms
+                    now_ms,
+                    expected.grant_net
                 ],
                 from_row,
             )
@@ -289,6 +298,7 @@ mod tests {
             session: "s".into(),
             plugin_sha256: "p".into(),
             grant_fs: "none".into(),
+            grant_net: "none".into(),
             policy_hash: "h".into(),
             reason: "r".into(),
             state: ApprovalState::Pending,
@@ -315,12 +325,13 @@ mod tests {
             "id, state and reason are not bindings"
         );
         type Change = fn(&mut ApprovalRow);
-        let cases: [(Change, Binding); 6] = [
+        let cases: [(Change, Binding); 7] = [
             (|r| r.tool = "x".into(), Binding::Tool),
             (|r| r.args_digest = "x".into(), Binding::Arguments),
             (|r| r.session = "x".into(), Binding::Session),
             (|r| r.plugin_sha256 = "x".into(), Binding::Plugin),
             (|r| r.grant_fs = "x".into(), Binding::Capability),
+            (|r| r.grant_net = "x".into(), Binding::Capability),
             (|r| r.policy_hash = "x".into(), Binding::Policy),
         ];
         for (change, binding) in cases {

@@ -26,7 +26,7 @@ pub const DB_FILE: &str = "toolwarden.db";
 /// How long a writer waits for another process's transaction.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bump with every migration below.
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 
 const MIGRATION_1: &str = "
 CREATE TABLE audit (
@@ -67,6 +67,12 @@ CREATE TABLE executions (
     ts_ms       INTEGER NOT NULL
 );
 CREATE INDEX executions_session ON executions(session, tool, args_digest);
+";
+
+/// Approvals bind what a call may reach on the network; those recorded
+/// before network existed bound none.
+const MIGRATION_2: &str = "
+ALTER TABLE approvals ADD COLUMN grant_net TEXT NOT NULL DEFAULT 'none';
 ";
 
 /// A database failure, with the file it concerns.
@@ -146,7 +152,7 @@ impl Store {
             source,
         };
         keep_private(&path).map_err(|e| fail(io_error(e)))?;
-        let conn = Connection::open(&path).map_err(fail)?;
+        let mut conn = Connection::open(&path).map_err(fail)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(fail)?;
@@ -155,11 +161,32 @@ impl Store {
         let version: i64 = conn
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .map_err(fail)?;
-        if version < 1 {
-            conn.execute_batch(&format!(
-                "BEGIN IMMEDIATE; {MIGRATION_1} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
-            ))
-            .map_err(fail)?;
+        if version > SCHEMA_VERSION {
+            return Err(fail(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_MISMATCH),
+                Some(format!(
+                    "the database's schema is version {version}, newer than this host's \
+                     {SCHEMA_VERSION}: a newer toolwarden wrote it; run that version"
+                )),
+            )));
+        }
+        // Each migration runs in its own transaction, which reads the
+        // version again: of several processes starting at once, one migrates.
+        for (to, migration) in [(1, MIGRATION_1), (2, MIGRATION_2)] {
+            if version >= to {
+                continue;
+            }
+            let tx = conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .map_err(fail)?;
+            let now: i64 = tx
+                .pragma_query_value(None, "user_version", |r| r.get(0))
+                .map_err(fail)?;
+            if now < to {
+                tx.execute_batch(&format!("{migration} PRAGMA user_version = {to};"))
+                    .map_err(fail)?;
+            }
+            tx.commit().map_err(fail)?;
         }
         // Reading one row of each table proves the file is a database we can use.
         conn.query_row("SELECT count(*) FROM approvals", [], |r| r.get::<_, i64>(0))

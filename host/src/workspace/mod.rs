@@ -1,5 +1,11 @@
-//! Where a call's path arguments lead: the pipeline step between validation
-//! and policy, `ValidatedCall -> LocatedCall`.
+//! Where a call's path and URL arguments lead: the pipeline step between
+//! validation and policy, `ValidatedCall -> LocatedCall`.
+//!
+//! Every argument the tool's schema marks `"format": "uri"` is read the way
+//! browsers read URLs and rewritten to that canonical form
+//! (`HTTPS://Docs.RS/a/../b` is `https://docs.rs/b`, `https://a.org\@b.org`
+//! goes to `a.org`), so the policy's URL globs, the guard that holds it to
+//! the call's network grant, and the plugin all see one and the same URL.
 //!
 //! Every argument the tool's schema marks `"format": "path"` is resolved
 //! inside the workspace ([`resolve`]: cap-std, every component, symlinks
@@ -28,6 +34,7 @@ use crate::real_path as resolve;
 use crate::capability::FsAccess;
 use crate::capability::SandboxMode;
 use crate::materialize::Arguments;
+use crate::origin::Origin;
 use crate::outcome::CallError;
 use crate::validation::ValidatedCall;
 use cap_std::ambient_authority;
@@ -117,14 +124,39 @@ impl std::fmt::Display for LocatedPath {
     }
 }
 
-/// A validated call whose path arguments are resolved. Only
-/// [`Workspace::locate`] makes one.
+/// One URL argument: where it is, as written, its canonical form, and the
+/// origin it goes to (`None` for a URL that is not `http(s)` with a host).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LocatedUri {
+    pub pointer: String,
+    pub written: String,
+    pub canonical: String,
+    pub origin: Option<Origin>,
+}
+
+impl LocatedUri {
+    fn read(pointer: String, written: String) -> LocatedUri {
+        let parsed = url::Url::parse(&written).ok();
+        LocatedUri {
+            canonical: parsed
+                .as_ref()
+                .map_or_else(|| written.clone(), |url| url.as_str().to_owned()),
+            origin: parsed.as_ref().and_then(Origin::of_url),
+            pointer,
+            written,
+        }
+    }
+}
+
+/// A validated call whose path arguments are resolved and URL arguments
+/// read. Only [`Workspace::locate`] makes one.
 #[derive(Debug)]
 pub struct LocatedCall {
     call: ValidatedCall,
-    /// The arguments as written, when resolving rewrote a path in them.
+    /// The arguments as written, when resolving rewrote a path or a URL.
     written: Option<Arc<Value>>,
     paths: Vec<LocatedPath>,
+    uris: Vec<LocatedUri>,
 }
 
 impl LocatedCall {
@@ -144,6 +176,10 @@ impl LocatedCall {
 
     pub fn paths(&self) -> &[LocatedPath] {
         &self.paths
+    }
+
+    pub fn uris(&self) -> &[LocatedUri] {
+        &self.uris
     }
 
     pub(crate) fn into_validated(self) -> ValidatedCall {
@@ -227,16 +263,35 @@ impl Workspace {
             .collect()
     }
 
+    /// Every URL argument of `args` for a call of a tool with `schema`.
+    pub fn uris(schema: &crate::schema::Schema, args: &Value) -> Vec<LocatedUri> {
+        schema
+            .uri_pointers(args)
+            .into_iter()
+            .filter_map(|pointer| {
+                let written = args.pointer(&pointer)?.as_str()?.to_owned();
+                Some(LocatedUri::read(pointer, written))
+            })
+            .collect()
+    }
+
     /// The arguments with every path that resolved elsewhere rewritten to
-    /// its resolved form, or `None` when nothing changed.
-    pub fn rewrite(args: &Value, paths: &[LocatedPath]) -> Option<Value> {
+    /// its resolved form and every URL to its canonical one, or `None` when
+    /// nothing changed.
+    pub fn rewrite(args: &Value, paths: &[LocatedPath], uris: &[LocatedUri]) -> Option<Value> {
+        let changes = paths
+            .iter()
+            .filter_map(|path| Some((&path.pointer, path.rewritten()?)))
+            .chain(
+                uris.iter()
+                    .filter(|uri| uri.canonical != uri.written)
+                    .map(|uri| (&uri.pointer, uri.canonical.as_str())),
+            );
         let mut rewritten: Option<Value> = None;
-        for path in paths {
-            if let Some(resolved) = path.rewritten() {
-                let value = rewritten.get_or_insert_with(|| args.clone());
-                if let Some(slot) = value.pointer_mut(&path.pointer) {
-                    *slot = Value::String(resolved.to_owned());
-                }
+        for (pointer, now) in changes {
+            let value = rewritten.get_or_insert_with(|| args.clone());
+            if let Some(slot) = value.pointer_mut(pointer) {
+                *slot = Value::String(now.to_owned());
             }
         }
         rewritten
@@ -253,7 +308,8 @@ impl Workspace {
         };
         let args = call.resolved().args().value();
         let paths = self.paths(&tool.input, args);
-        let (call, written) = match Workspace::rewrite(args, &paths) {
+        let uris = Workspace::uris(&tool.input, args);
+        let (call, written) = match Workspace::rewrite(args, &paths, &uris) {
             None => (call, None),
             Some(value) => {
                 let written = call.resolved().args().shared_value();
@@ -266,6 +322,7 @@ impl Workspace {
                 call,
                 written,
                 paths,
+                uris,
             },
             lease,
         ))

@@ -39,6 +39,7 @@
 //! The crate never decides policy: what a tool declares here (effects, risk,
 //! filesystem) is a claim the host checks and governs, not a permission.
 
+pub mod http;
 mod schema;
 
 use serde::Serialize;
@@ -174,6 +175,45 @@ impl schemars::JsonSchema for WorkspacePath {
     }
 }
 
+/// An `http(s)` URL argument. Its schema carries `format: uri`, so before
+/// the call runs the host reads it as browsers do, hands the tool that
+/// canonical form, and refuses a URL whose origin the call is not granted
+/// (the host checks every request the tool sends as well).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, Serialize)]
+#[serde(transparent)]
+pub struct WebUrl(String);
+
+impl WebUrl {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for WebUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl schemars::JsonSchema for WebUrl {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "WebUrl".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "format": "uri",
+            "minLength": 1,
+            "maxLength": 8192,
+        })
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+}
+
 /// A result with text for the model beside the JSON value. Return a plain
 /// value when the JSON says it all; the host then shows the JSON.
 pub struct Reply<V> {
@@ -239,6 +279,8 @@ pub struct Tool {
     risk: Risk,
     filesystem: Filesystem,
     timeout_ms: Option<u32>,
+    origins: Vec<String>,
+    credentials: Vec<String>,
     handler: Handler,
 }
 
@@ -267,6 +309,8 @@ impl Tool {
             risk: Risk::Normal,
             filesystem: Filesystem::None,
             timeout_ms: None,
+            origins: Vec::new(),
+            credentials: Vec::new(),
             handler: Box::new(move |args, ctx| {
                 let args: A = serde_json::from_str(args).map_err(|e| {
                     ToolError::InvalidArgs(format!(
@@ -317,6 +361,24 @@ impl Tool {
         self
     }
 
+    /// Origins the tool sends HTTP requests to (`https://api.github.com`,
+    /// `https://*.wikipedia.org`, `http://127.0.0.1:*`; see `network-need`
+    /// in the WIT). Declaring any also declares the `open-world` effect.
+    /// The host grants at most these, narrowed to what its operator allows,
+    /// and refuses every request to anything else.
+    pub fn network(mut self, origins: &[&str]) -> Tool {
+        self.origins = origins.iter().map(|o| o.to_string()).collect();
+        self
+    }
+
+    /// A credential (by the name the operator defines it under) that the
+    /// host adds to this tool's requests to the origins it is bound to.
+    /// The tool never sees its value.
+    pub fn credential(mut self, name: &str) -> Tool {
+        self.credentials.push(name.into());
+        self
+    }
+
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -338,16 +400,27 @@ impl Tool {
     }
 
     fn spec(&self) -> wit::ToolSpec {
+        let network =
+            (!self.origins.is_empty() || !self.credentials.is_empty()).then(|| wit::NetworkNeed {
+                origins: self.origins.clone(),
+                credentials: self.credentials.clone(),
+            });
+        let effects = if network.is_some() {
+            self.effects | Effects::OPEN_WORLD
+        } else {
+            self.effects
+        };
         wit::ToolSpec {
             name: self.name.clone(),
             title: self.title.clone(),
             description: self.description.clone(),
             input_schema: self.input_schema().to_string(),
             output_schema: Some(self.output_schema().to_string()),
-            effects: self.effects,
+            effects,
             risk: self.risk,
             filesystem: self.filesystem,
             timeout_ms: self.timeout_ms,
+            network,
         }
     }
 }

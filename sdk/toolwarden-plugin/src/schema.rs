@@ -4,7 +4,8 @@
 //! not enforce (`format: int64`, `double`, ...). A schema keyword the host
 //! does not enforce is a load error there, so this module rewrites such facts
 //! into keywords it does (`minimum`/`maximum` for fixed-width integers) or
-//! drops them, and closes every object with `additionalProperties: false`
+//! drops them (all but `path` and `uri`, which the host gives meaning to),
+//! and closes every object with `additionalProperties: false`
 //! so a model learns that unknown keys are refused.
 
 use schemars::generate::{Contract, SchemaSettings};
@@ -117,7 +118,7 @@ fn fit(schema: &mut Value) {
         .get("format")
         .and_then(Value::as_str)
         .map(str::to_owned)
-        && format != "path"
+        && !matches!(format.as_str(), "path" | "uri")
     {
         node.remove("format");
         if let Some((min, max)) = integer_bounds(&format) {

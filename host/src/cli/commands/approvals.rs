@@ -64,6 +64,7 @@ pub fn show(config: &Config, id: &str, json: bool, printer: Printer) -> Result<E
             .replace('\n', "\n           ")
     ));
     printer.out(format!("capability filesystem {}", a.capability));
+    printer.out(format!("network    {}", a.network));
     printer.out(format!("session    {}", a.session));
     printer.out(format!("plugin     sha256 {}", a.plugin_sha256));
     printer.out(format!("reason     {}", a.reason));

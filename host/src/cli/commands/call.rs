@@ -86,11 +86,12 @@ fn prompt(host: &Controller, id: &str, printer: Printer) -> Result<bool, Error> 
     let mut err = std::io::stderr().lock();
     let _ = writeln!(
         err,
-        "The policy asks before this call runs: {}\n  tool        {}\n  arguments   {}\n  capability  filesystem {}\n  expires     {}\nRun it once? [y/N] ",
+        "The policy asks before this call runs: {}\n  tool        {}\n  arguments   {}\n  capability  filesystem {}\n  network     {}\n  expires     {}\nRun it once? [y/N] ",
         a.reason,
         a.tool,
         a.args,
         a.capability,
+        a.network,
         timestamp(a.expires_ms)
     );
     let mut answer = String::new();

@@ -21,6 +21,7 @@ pub fn run(
         printer.json(&json!({
             "file": plugin.file,
             "sha256": plugin.sha256,
+            "contract": plugin.loaded.contract().as_str(),
             "imports": plugin.loaded.imports(),
             "tools": tools,
         }));
@@ -28,6 +29,7 @@ pub fn run(
     }
     printer.out(format!("{}", plugin.file.display()));
     printer.out(format!("  sha256   {}", plugin.sha256));
+    printer.out(format!("  contract {}", plugin.loaded.contract()));
     printer.out(format!("  imports  {}", plugin.loaded.imports().join(", ")));
     for tool in &inspection.tools {
         let spec = &tool.spec;
@@ -40,6 +42,16 @@ pub fn run(
         ));
         if let Some(ms) = spec.timeout_ms {
             printer.out(format!("  timeout hint {ms} ms"));
+        }
+        match &spec.network {
+            None => printer.out("  network none"),
+            Some(need) => {
+                let origins: Vec<String> = need.origins.iter().map(ToString::to_string).collect();
+                printer.out(format!("  network {}", origins.join(", ")));
+                if !need.credentials.is_empty() {
+                    printer.out(format!("  credentials {}", need.credentials.join(", ")));
+                }
+            }
         }
         printer.out(format!("  {}", spec.description));
         printer.out(format!("  input  {}", spec.input_schema));

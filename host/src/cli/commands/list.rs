@@ -39,6 +39,8 @@ pub fn run(config: Config, json: bool, printer: Printer) -> Result<ExitStatus, E
                     "risk": tool.spec.risk,
                     "filesystem": tool.spec.filesystem,
                     "effects": tool.spec.effects,
+                    "network": tool.spec.network,
+                    "granted_network": host.config().policy_network(tool),
                     "decision": decision.verdict,
                     "depends_on_args": decision.depends_on_args,
                     "reason": decision.reason,
@@ -68,12 +70,16 @@ pub fn run(config: Config, json: bool, printer: Printer) -> Result<ExitStatus, E
     );
     let plugin_w = width(&|r| r.1.len(), 6);
     printer.out(format!(
-        "{:name_w$}  {:plugin_w$}  {:9}  {:15}  {:7}  EFFECTS",
-        "NAME", "PLUGIN", "RISK", "FILESYSTEM", "POLICY"
+        "{:name_w$}  {:plugin_w$}  {:9}  {:15}  {:7}  {:30}  NETWORK",
+        "NAME", "PLUGIN", "RISK", "FILESYSTEM", "POLICY", "EFFECTS"
     ));
     for (tool, plugin, decision) in &rows {
+        let network = match &tool.spec.network {
+            None => "none".to_owned(),
+            Some(_) => format!("granted: {}", host.config().policy_network(tool)),
+        };
         printer.out(format!(
-            "{:name_w$}  {:plugin_w$}  {:9}  {:15}  {:7}  {}",
+            "{:name_w$}  {:plugin_w$}  {:9}  {:15}  {:7}  {:30}  {network}",
             tool.spec.name,
             plugin,
             tool.spec.risk.as_str(),
@@ -83,8 +89,19 @@ pub fn run(config: Config, json: bool, printer: Printer) -> Result<ExitStatus, E
             } else {
                 decision.verdict.as_str()
             },
-            tool.spec.effects
+            tool.spec.effects.to_string()
         ));
+        if let Some(need) = &tool.spec.network {
+            let declared: Vec<String> = need.origins.iter().map(ToString::to_string).collect();
+            printer.out(format!("{:name_w$}  declares {}", "", declared.join(", ")));
+            if !need.credentials.is_empty() {
+                printer.out(format!(
+                    "{:name_w$}  credentials {}",
+                    "",
+                    need.credentials.join(", ")
+                ));
+            }
+        }
     }
     Ok(ExitStatus::Success)
 }

@@ -1,0 +1,246 @@
+//! The contract versions a plugin may be built against, behind one shape.
+//!
+//! A component exports `toolwarden:tool/tool` at the version it was built
+//! for; the host links it against exactly that version's bindings (chosen
+//! when it loads) and turns what each version says into the host's own
+//! types here, so nothing above this file knows there is more than one
+//! contract. A 0.1.0 plugin is seen as a 0.2.0 one that declares no
+//! network. Never decides anything about a plugin: checking what it
+//! declared is the describing step's job.
+
+use super::bindings::{v0_1, v0_2};
+use super::state::CallState;
+use crate::spec::{Effect, Effects, FsNeed, Risk};
+use std::fmt;
+use wasmtime::Store;
+use wasmtime::component::InstancePre;
+
+/// A version of the `toolwarden:tool` contract the host speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Contract {
+    V0_1,
+    V0_2,
+}
+
+impl Contract {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Contract::V0_1 => "toolwarden:tool@0.1.0",
+            Contract::V0_2 => "toolwarden:tool@0.2.0",
+        }
+    }
+}
+
+impl fmt::Display for Contract {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a plugin's `tools()` said about one tool, in the host's types but
+/// not yet checked: texts as sent, schemas unparsed, origins unparsed.
+#[derive(Debug)]
+pub(crate) struct DeclaredSpec {
+    pub name: String,
+    pub title: String,
+    pub description: String,
+    pub input_schema: String,
+    pub output_schema: Option<String>,
+    pub effects: Effects,
+    pub risk: Risk,
+    pub filesystem: FsNeed,
+    pub timeout_ms: Option<u32>,
+    pub network: Option<DeclaredNetwork>,
+}
+
+/// The `network-need` of a 0.2.0 spec, unparsed.
+#[derive(Debug)]
+pub(crate) struct DeclaredNetwork {
+    pub origins: Vec<String>,
+    pub credentials: Vec<String>,
+}
+
+/// The facts about a call the host passes to `invoke`.
+pub(crate) struct CallContext {
+    pub call_id: String,
+    pub session_id: String,
+    pub workspace: Option<String>,
+}
+
+/// What a tool returned on success, unchecked.
+#[derive(Debug)]
+pub struct RawOutput {
+    pub value: String,
+    pub text: Option<String>,
+}
+
+/// A tool's own expected error (the WIT `tool-error`).
+#[derive(Debug, PartialEq, Eq)]
+pub enum ToolFailure {
+    InvalidArgs(String),
+    NotFound(String),
+    Failed(String),
+}
+
+/// A plugin linked against the contract version it was built for.
+pub(crate) enum PluginPre {
+    V0_1(v0_1::PluginPre<CallState>),
+    V0_2(v0_2::PluginPre<CallState>),
+}
+
+/// The spec conversion is the same for every version but the types are
+/// not: each version's bindings have their own `Effects`, `Risk` and
+/// `Filesystem`.
+macro_rules! declared {
+    ($version:ident, $spec:expr, $network:expr) => {{
+        use $version::exports::toolwarden::tool::tool::{Effects as E, Filesystem, Risk as R};
+        let spec = $spec;
+        let flags = [
+            (E::READ_ONLY, Effect::ReadOnly),
+            (E::MUTATES_WORKSPACE, Effect::MutatesWorkspace),
+            (E::EXCLUSIVE, Effect::Exclusive),
+            (E::STATEFUL, Effect::Stateful),
+            (E::IDEMPOTENT, Effect::Idempotent),
+            (E::OPEN_WORLD, Effect::OpenWorld),
+        ];
+        let effects: Effects = flags
+            .into_iter()
+            .filter(|(f, _)| spec.effects.contains(*f))
+            .map(|(_, e)| e)
+            .collect();
+        DeclaredSpec {
+            network: $network(&spec),
+            name: spec.name,
+            title: spec.title,
+            description: spec.description,
+            input_schema: spec.input_schema,
+            output_schema: spec.output_schema,
+            effects,
+            risk: match spec.risk {
+                R::Safe => Risk::Safe,
+                R::Normal => Risk::Normal,
+                R::Dangerous => Risk::Dangerous,
+            },
+            filesystem: match spec.filesystem {
+                Filesystem::None => FsNeed::None,
+                Filesystem::ReadOnly => FsNeed::ReadOnly,
+                Filesystem::WorkspaceWrite => FsNeed::WorkspaceWrite,
+            },
+            timeout_ms: spec.timeout_ms,
+        }
+    }};
+}
+
+/// `invoke` with the call context and result types of one version.
+macro_rules! invoke {
+    ($version:ident, $plugin:expr, $store:expr, $name:expr, $args:expr, $cx:expr) => {{
+        use $version::exports::toolwarden::tool::tool::{CallContext as Cx, ToolError, ToolOutput};
+        let cx = Cx {
+            call_id: $cx.call_id.clone(),
+            session_id: $cx.session_id.clone(),
+            workspace: $cx.workspace.clone(),
+        };
+        $plugin
+            .toolwarden_tool_tool()
+            .call_invoke($store, $name, $args, &cx)
+            .await
+            .map(|returned| match returned {
+                Ok(ToolOutput { value, text }) => Ok(RawOutput { value, text }),
+                Err(ToolError::InvalidArgs(m)) => Err(ToolFailure::InvalidArgs(m)),
+                Err(ToolError::NotFound(m)) => Err(ToolFailure::NotFound(m)),
+                Err(ToolError::Failed(m)) => Err(ToolFailure::Failed(m)),
+            })
+    }};
+}
+
+/// Where a guest stopped when it failed: starting it is the host's
+/// business, what it does once started is the plugin's.
+pub(crate) enum Phase {
+    Instantiate,
+    Call,
+}
+
+type GuestResult<T> = Result<T, (Phase, wasmtime::Error)>;
+
+impl PluginPre {
+    /// Links `pre` against the contract its exports say it was built for.
+    /// The error names what each version found missing.
+    pub(crate) fn new(pre: InstancePre<CallState>) -> Result<PluginPre, String> {
+        let current = match v0_2::PluginPre::new(pre.clone()) {
+            Ok(linked) => return Ok(PluginPre::V0_2(linked)),
+            Err(e) => e,
+        };
+        match v0_1::PluginPre::new(pre) {
+            Ok(linked) => Ok(PluginPre::V0_1(linked)),
+            Err(earlier) => Err(format!(
+                "as {}: {current:#}; as {}: {earlier:#}",
+                Contract::V0_2,
+                Contract::V0_1
+            )),
+        }
+    }
+
+    pub(crate) fn contract(&self) -> Contract {
+        match self {
+            PluginPre::V0_1(_) => Contract::V0_1,
+            PluginPre::V0_2(_) => Contract::V0_2,
+        }
+    }
+
+    /// Starts the plugin and asks it for its tools.
+    pub(crate) async fn tools(
+        &self,
+        store: &mut Store<CallState>,
+    ) -> GuestResult<Vec<DeclaredSpec>> {
+        let call = |e| (Phase::Call, e);
+        let start = |e| (Phase::Instantiate, e);
+        match self {
+            PluginPre::V0_1(pre) => {
+                let plugin = pre.instantiate_async(&mut *store).await.map_err(start)?;
+                let specs = plugin.toolwarden_tool_tool().call_tools(&mut *store).await;
+                Ok(specs
+                    .map_err(call)?
+                    .into_iter()
+                    .map(|spec| declared!(v0_1, spec, |_: &_| None))
+                    .collect())
+            }
+            PluginPre::V0_2(pre) => {
+                let plugin = pre.instantiate_async(&mut *store).await.map_err(start)?;
+                let specs = plugin.toolwarden_tool_tool().call_tools(&mut *store).await;
+                let network = |spec: &v0_2::exports::toolwarden::tool::tool::ToolSpec| {
+                    spec.network.as_ref().map(|need| DeclaredNetwork {
+                        origins: need.origins.clone(),
+                        credentials: need.credentials.clone(),
+                    })
+                };
+                Ok(specs
+                    .map_err(call)?
+                    .into_iter()
+                    .map(|spec| declared!(v0_2, spec, network))
+                    .collect())
+            }
+        }
+    }
+
+    /// Starts the plugin and runs tool `name` on `args`.
+    pub(crate) async fn invoke(
+        &self,
+        store: &mut Store<CallState>,
+        name: &str,
+        args: &str,
+        cx: &CallContext,
+    ) -> GuestResult<Result<RawOutput, ToolFailure>> {
+        let call = |e| (Phase::Call, e);
+        let start = |e| (Phase::Instantiate, e);
+        match self {
+            PluginPre::V0_1(pre) => {
+                let plugin = pre.instantiate_async(&mut *store).await.map_err(start)?;
+                invoke!(v0_1, plugin, &mut *store, name, args, cx).map_err(call)
+            }
+            PluginPre::V0_2(pre) => {
+                let plugin = pre.instantiate_async(&mut *store).await.map_err(start)?;
+                invoke!(v0_2, plugin, &mut *store, name, args, cx).map_err(call)
+            }
+        }
+    }
+}
