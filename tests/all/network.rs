@@ -130,6 +130,45 @@ fn the_audit_holds_one_record_per_request_and_the_request_limit_holds() {
 }
 
 #[test]
+fn request_bodies_past_the_limit_are_cut_off_and_a_silent_server_is_left_at_the_first_byte_timeout()
+{
+    let server = WebServer::start();
+    let t = host(
+        &[NET_PROBE],
+        &format!("{LOOPBACK}max_sent_kb = 1\nfirst_byte_timeout_ms = 300\n"),
+    );
+    let host = t.controller();
+    let r = probe(
+        &host,
+        "net_probe",
+        json!({ "url": server.url("/hello"), "method": "POST", "body_bytes": 4096 }),
+    );
+    assert!(first(&r)["status"].is_null(), "{r:#?}");
+    let records = requests(&host, &r.call_id);
+    assert!(
+        records[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("max_sent_kb"),
+        "{records:#?}"
+    );
+    assert!(records[0]["sent_bytes"].as_u64().unwrap() <= 4096);
+    let started = Instant::now();
+    let r = probe(&host, "net_probe", json!({ "url": server.url("/hang") }));
+    assert!(first(&r)["error"].is_string(), "{r:#?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let records = requests(&host, &r.call_id);
+    assert!(
+        records[0]["reason"].as_str().unwrap().contains("timeout"),
+        "{records:#?}"
+    );
+}
+
+#[test]
 fn an_origin_the_tool_does_not_declare_is_denied() {
     let server = WebServer::start();
     let t = host(&[NET_PROBE], LOOPBACK);
@@ -428,6 +467,47 @@ fn a_credential_reaches_its_origin_only_and_never_the_plugin_the_audit_or_approv
     );
     let env = &to_bound.value.as_ref().unwrap()["env"];
     assert_eq!(env, &json!([]), "the plugin has no environment");
+}
+
+#[test]
+fn a_credential_from_the_environment_never_shows_in_output_logs_or_errors() {
+    let bound = WebServer::start();
+    let secret = "tw-env-secret-41d2b8";
+    let config = format!(
+        "{LOOPBACK}first_byte_timeout_ms = 500\n\n[credential.probe]\nenv = \"TW_TEST_PROBE_TOKEN\"\n\
+         origins = [\"http://127.0.0.1:{}\"]\nheader = \"Authorization\"\nprefix = \"Bearer \"\n\n{ALLOW_TOOLS}",
+        bound.port
+    );
+    let t = TestHost::new(&[NET_PROBE]).config(&config);
+    for (url, want) in [(bound.url("/hello"), 200), (bound.url("/hang"), 0)] {
+        let (_, out, err) = run_cli(
+            t.cli()
+                .env("TW_TEST_PROBE_TOKEN", secret)
+                .env("TOOLWARDEN_LOG", "trace")
+                .args(["-vv", "call", "net_probe_keyed", "--json"])
+                .arg(json!({ "url": url }).to_string()),
+        );
+        assert!(
+            !out.contains(secret) && !err.contains(secret),
+            "leaked: {out}\n{err}"
+        );
+        if want == 200 {
+            assert!(out.contains("\"status\": 200"), "{out}\n{err}");
+        }
+    }
+    assert_eq!(
+        bound.requests()[0].header("authorization"),
+        Some(format!("Bearer {secret}").as_str())
+    );
+    let (_, out, err) = run_cli(
+        t.cli()
+            .args(["audit", "--json"])
+            .env("TW_TEST_PROBE_TOKEN", secret),
+    );
+    assert!(!out.contains(secret) && !err.contains(secret));
+    let (code, _, err) = run_cli(t.cli().args(["list"]));
+    assert_eq!(code, 2, "without the variable the config does not load");
+    assert!(err.contains("TW_TEST_PROBE_TOKEN"), "{err}");
 }
 
 #[test]
