@@ -33,6 +33,7 @@ mod check;
 #[doc(hidden)]
 pub mod cli;
 mod config;
+mod content;
 mod controller;
 mod egress;
 mod engine;
@@ -75,6 +76,7 @@ pub use call::{
 pub use capability::{FsAccess, Grant, GrantedOrigin, Network, NetworkGrant, Reach, SandboxMode};
 pub use check::{Problem, Report};
 pub use config::{Config, ConfigBuilder, DEFAULT_CONFIG_FILE};
+pub use content::{Block, BlockSummary, Bytes, ResourceContents};
 pub use controller::{Controller, Inspection};
 pub use egress::{RequestDecision, RequestRecord};
 /// The tuned wasmtime configuration, for `make bench`'s bare-engine floor.

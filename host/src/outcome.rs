@@ -190,6 +190,9 @@ pub struct CallResult {
     pub value: Option<serde_json::Value>,
     /// Model-facing text on success.
     pub content: Option<String>,
+    /// Content blocks after the text (images, audio, resources), on success.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub blocks: Vec<crate::content::Block>,
     pub error: Option<CallError>,
     pub approval_id: Option<String>,
     pub duration_us: u64,

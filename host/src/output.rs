@@ -1,29 +1,38 @@
 //! Checks what a tool returned and renders it for the model.
 //!
 //! Pipeline step `RawOutput -> CheckedOutput`: the tool's own error becomes
-//! TOOL_FAILED; an output over the size cap is OUTPUT_TOO_LARGE (never
-//! silently cut, so a model never mistakes part of a result for the whole);
-//! a value that is not JSON or breaks the output schema is
+//! TOOL_FAILED; an output over the size cap (value, text and every content
+//! block's bytes together) is OUTPUT_TOO_LARGE (never silently cut, so a
+//! model never mistakes part of a result for the whole); a value that is
+//! not JSON or breaks the output schema, or a content block clients could
+//! not take (a MIME type that is none, a relative URI), is
 //! INVALID_TOOL_OUTPUT. It never runs or retries a tool.
 
+use crate::content::Block;
 use crate::outcome::{CallError, ErrorCode};
 use crate::registry::Tool;
 use crate::sandbox::{RawOutput, ToolFailure};
 use crate::schema::describe;
 use serde_json::Value;
 
+/// Content blocks one result may carry: far more than a result shows a
+/// model, few enough that every client can take them.
+pub const MAX_CONTENT_BLOCKS: usize = 256;
+
 /// A result that passed every output check. Only [`check`] makes one.
 #[derive(Debug)]
 pub struct CheckedOutput {
     value: Value,
     content: String,
+    blocks: Vec<Block>,
 }
 
 impl CheckedOutput {
-    /// The canonical value (valid against the tool's output schema) and what
-    /// the model reads: the tool's text, or the value as JSON.
-    pub fn into_parts(self) -> (Value, String) {
-        (self.value, self.content)
+    /// The canonical value (valid against the tool's output schema), what
+    /// the model reads (the tool's text, or the value as JSON), and the
+    /// content blocks that follow it.
+    pub fn into_parts(self) -> (Value, String, Vec<Block>) {
+        (self.value, self.content, self.blocks)
     }
 }
 
@@ -40,7 +49,9 @@ pub fn check(
         };
         CallError::new(ErrorCode::ToolFailed, message)
     })?;
-    let size = raw.value.len() + raw.text.as_ref().map_or(0, String::len);
+    let size = raw.value.len()
+        + raw.text.as_ref().map_or(0, String::len)
+        + raw.content.iter().map(Block::size).sum::<usize>();
     if size > max_bytes {
         return Err(CallError::new(
             ErrorCode::OutputTooLarge,
@@ -68,6 +79,32 @@ pub fn check(
             ));
         }
     }
+    if raw.content.len() > MAX_CONTENT_BLOCKS {
+        return Err(CallError::new(
+            ErrorCode::InvalidToolOutput,
+            format!(
+                "the tool returned {} content blocks; at most {MAX_CONTENT_BLOCKS} are passed on",
+                raw.content.len()
+            ),
+        ));
+    }
+    if let Some((at, problem)) = raw
+        .content
+        .iter()
+        .enumerate()
+        .find_map(|(i, block)| block.problem().map(|p| (i, p)))
+    {
+        return Err(CallError::new(
+            ErrorCode::InvalidToolOutput,
+            format!(
+                "content block {at} cannot be passed on: {problem}; this is a defect in the plugin"
+            ),
+        ));
+    }
     let content = raw.text.unwrap_or(raw.value);
-    Ok(CheckedOutput { value, content })
+    Ok(CheckedOutput {
+        value,
+        content,
+        blocks: raw.content,
+    })
 }

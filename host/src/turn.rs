@@ -3,6 +3,7 @@
 //! blocks -> `tool_result` blocks). Only shapes; running them is the
 //! controller's job.
 
+use crate::content::{Block, ResourceContents};
 use crate::outcome::CallResult;
 use serde_json::{Value, json};
 
@@ -98,16 +99,75 @@ fn content(result: &CallResult) -> String {
     }
 }
 
+/// Image types an Anthropic `tool_result` may carry.
+const ANTHROPIC_IMAGES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
+
+/// A block as text: its own text, an embedded text resource's contents, or
+/// the one-line description of what cannot be shown.
+fn as_text(block: &Block) -> String {
+    match block {
+        Block::Text { text } => text.clone(),
+        Block::Resource {
+            uri,
+            contents: ResourceContents::Text(text),
+            ..
+        } => format!("[resource {uri}]\n{text}"),
+        Block::Image { .. }
+        | Block::Audio { .. }
+        | Block::ResourceLink { .. }
+        | Block::Resource {
+            contents: ResourceContents::Blob(_),
+            ..
+        } => block.describe(),
+    }
+}
+
+/// OpenAI `role: tool` messages take text only: every block is written out
+/// as text (images, audio and blobs as a one-line description).
+fn openai_content(result: &CallResult) -> String {
+    let mut text = content(result);
+    for block in &result.blocks {
+        text.push_str("\n\n");
+        text.push_str(&as_text(block));
+    }
+    text
+}
+
+/// An Anthropic `tool_result` takes text, images (JPEG, PNG, GIF, WebP) and
+/// PDF documents; audio, other images and blobs, and links become text.
+fn anthropic_content(result: &CallResult) -> Value {
+    if result.blocks.is_empty() {
+        return Value::String(content(result));
+    }
+    let text = |t: String| json!({ "type": "text", "text": t });
+    let base64 = |kind: &str, mime: &str, data: String| json!({ "type": kind, "source": { "type": "base64", "media_type": mime, "data": data } });
+    let mut out = vec![text(content(result))];
+    for block in &result.blocks {
+        out.push(match block {
+            Block::Image { mime_type, data } if ANTHROPIC_IMAGES.contains(&mime_type.as_str()) => {
+                base64("image", mime_type, data.base64())
+            }
+            Block::Resource {
+                mime_type: Some(mime),
+                contents: ResourceContents::Blob(blob),
+                ..
+            } if mime == "application/pdf" => base64("document", mime, blob.base64()),
+            other => text(as_text(other)),
+        });
+    }
+    Value::Array(out)
+}
+
 /// The results as messages for the API the turn came from, in call order.
 pub fn render(shape: Shape, calls: &[ModelCall], results: &[CallResult]) -> Value {
     let items = calls.iter().zip(results).map(|(call, result)| match shape {
         Shape::OpenAi => {
-            json!({ "role": "tool", "tool_call_id": call.id, "content": content(result) })
+            json!({ "role": "tool", "tool_call_id": call.id, "content": openai_content(result) })
         }
         Shape::Anthropic => json!({
             "type": "tool_result",
             "tool_use_id": call.id,
-            "content": content(result),
+            "content": anthropic_content(result),
             "is_error": !result.is_ok(),
         }),
     });

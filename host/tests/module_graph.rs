@@ -14,6 +14,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "plain values and leaf libraries",
         &[
+            "content",
             "outcome",
             "origin",
             "spec",

@@ -73,4 +73,4 @@ class Tool(exports.Tool):
             "chars": len(text),
         }
         summary = f"{stats['lines']} lines, {stats['words']} words, {stats['chars']} characters"
-        return tool.ToolOutput(value=json.dumps(stats), text=summary)
+        return tool.ToolOutput(value=json.dumps(stats), text=summary, content=[])

@@ -53,8 +53,9 @@ fn read_message(stdout: &mut impl BufRead) -> Option<Value> {
     )
 }
 
-/// What `tools/list` answers a bare stdio client of `toolwarden serve`.
-pub(crate) fn list_tools(t: &TestHost) -> Vec<Value> {
+/// The result `toolwarden serve` answers one request with, after the
+/// handshake, over stdio.
+pub(crate) fn request(t: &TestHost, method: &str, params: Value) -> Value {
     let (mut server, mut stdin, mut stdout) = serve_on_pipes(t);
     let mut receive = |id: u64| loop {
         let message = read_message(&mut stdout).expect("the server closed stdout");
@@ -65,19 +66,29 @@ pub(crate) fn list_tools(t: &TestHost) -> Vec<Value> {
     writeln!(stdin, "{}", initialize()).unwrap();
     receive(1);
     writeln!(stdin, "{}", initialized()).unwrap();
-    writeln!(
-        stdin,
-        "{}",
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
-    )
-    .unwrap();
-    let tools = receive(2)["result"]["tools"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+    let message = json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": params});
+    writeln!(stdin, "{message}").unwrap();
+    let answer = receive(2);
     drop(stdin);
     server.wait().unwrap();
-    tools
+    answer["result"].clone()
+}
+
+/// What `tools/list` answers a bare stdio client.
+pub(crate) fn list_tools(t: &TestHost) -> Vec<Value> {
+    request(t, "tools/list", json!({}))["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// What `tools/call` of `tool` with `arguments` answers a bare stdio client.
+pub(crate) fn call_tool(t: &TestHost, tool: &str, arguments: Value) -> Value {
+    request(
+        t,
+        "tools/call",
+        json!({"name": tool, "arguments": arguments}),
+    )
 }
 
 #[test]

@@ -106,6 +106,10 @@ pub enum Event {
         fuel_used: Option<u64>,
         output_bytes: usize,
         value: Option<Value>,
+        /// The content blocks beside the value: kind, MIME type and size,
+        /// never their bytes.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        content: Vec<crate::content::BlockSummary>,
     },
 }
 

@@ -257,20 +257,25 @@ impl Controller {
             trail.end(|| format!("stopped: {}: {}", error.code, error.message));
         }
         let duration_us = started.elapsed().as_micros() as u64;
-        let (status, value, content, error) = match outcome {
+        let (status, value, content, blocks, error) = match outcome {
             Ok(checked) => {
-                let (value, content) = checked.into_parts();
-                (Status::Ok, Some(value), Some(content), None)
+                let (value, content, blocks) = checked.into_parts();
+                (Status::Ok, Some(value), Some(content), blocks, None)
             }
-            Err(error) => (error.code.status(), None, None, Some(error)),
+            Err(error) => (error.code.status(), None, None, Vec::new(), Some(error)),
         };
-        let output_bytes = content.as_ref().map_or(0, String::len);
+        let output_bytes = content.as_ref().map_or(0, String::len)
+            + blocks
+                .iter()
+                .map(crate::content::Block::size)
+                .sum::<usize>();
         trail.close(
             status,
             error.as_ref(),
             duration_us,
             output_bytes,
             value.clone(),
+            &blocks,
         );
         let events = std::mem::take(&mut trail.events);
         if let Err(e) = self
@@ -296,6 +301,7 @@ impl Controller {
             status,
             value,
             content,
+            blocks,
             approval_id: error.as_ref().and_then(|e| e.approval_id.clone()),
             error,
             duration_us,

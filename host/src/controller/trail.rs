@@ -70,6 +70,7 @@ impl Trail {
         duration_us: u64,
         output_bytes: usize,
         value: Option<Value>,
+        blocks: &[crate::content::Block],
     ) {
         let last = match (error, self.ran) {
             (error, true) => Event::Outcome {
@@ -80,6 +81,7 @@ impl Trail {
                 fuel_used: self.fuel_used,
                 output_bytes,
                 value,
+                content: blocks.iter().map(Into::into).collect(),
             },
             (Some(e), false) => Event::Refused {
                 code: e.code,

@@ -194,7 +194,7 @@ impl Egress {
             network: network.clone(),
             cancel,
             deadline,
-            usage: Arc::new(Usage::default()),
+            usage: None,
         }
     }
 }
@@ -282,14 +282,18 @@ pub struct CallHooks {
     network: Network,
     cancel: CancelToken,
     deadline: tokio::time::Instant,
-    usage: Arc<Usage>,
+    /// Made by the call's first request: most calls send none.
+    usage: Option<Arc<Usage>>,
 }
 
 impl CallHooks {
     /// Every request of the call so far, those still under way with the
     /// bytes and time they took until now.
     pub fn requests(&self) -> Vec<RequestRecord> {
-        self.usage
+        let Some(usage) = &self.usage else {
+            return Vec::new();
+        };
+        usage
             .entries()
             .iter()
             .map(|entry| {

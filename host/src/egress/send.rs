@@ -143,7 +143,8 @@ impl WasiHttpHooks for CallHooks {
             received_bytes: 0,
             duration_us: 0,
         };
-        let mut log = self.usage.entries();
+        let usage = Arc::clone(self.usage.get_or_insert_default());
+        let mut log = usage.entries();
         let attempts = log.len();
         let admitted = self.admit(&request, attempts);
         let origin = match &admitted {
@@ -181,7 +182,7 @@ impl WasiHttpHooks for CallHooks {
         drop(log);
         let exchange = Exchange {
             egress: Arc::clone(&self.egress),
-            usage: Arc::clone(&self.usage),
+            usage: Arc::clone(&usage),
             index,
             admitted,
             options,

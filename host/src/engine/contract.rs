@@ -10,6 +10,7 @@
 
 use super::bindings::{v0_1, v0_2};
 use super::state::CallState;
+use crate::content::{Block, Bytes, ResourceContents};
 use crate::spec::{Effect, Effects, FsNeed, Risk};
 use std::fmt;
 use wasmtime::Store;
@@ -72,6 +73,8 @@ pub(crate) struct CallContext {
 pub struct RawOutput {
     pub value: String,
     pub text: Option<String>,
+    /// Content blocks beside the value (none from a 0.1.0 plugin).
+    pub content: Vec<Block>,
 }
 
 /// A tool's own expected error (the WIT `tool-error`).
@@ -131,21 +134,64 @@ macro_rules! declared {
     }};
 }
 
-/// `invoke` with the call context and result types of one version.
+/// A 0.2.0 content block in the host's types.
+fn block(block: v0_2::exports::toolwarden::tool::tool::ContentBlock) -> Block {
+    use v0_2::exports::toolwarden::tool::tool::{ContentBlock as B, ResourceContents as R};
+    match block {
+        B::Text(text) => Block::Text { text },
+        B::Image(media) => Block::Image {
+            mime_type: media.mime_type,
+            data: Bytes(media.data),
+        },
+        B::Audio(media) => Block::Audio {
+            mime_type: media.mime_type,
+            data: Bytes(media.data),
+        },
+        B::ResourceLink(link) => Block::ResourceLink {
+            uri: link.uri,
+            name: link.name,
+            mime_type: link.mime_type,
+            description: link.description,
+        },
+        B::Embedded(resource) => Block::Resource {
+            uri: resource.uri,
+            mime_type: resource.mime_type,
+            contents: match resource.contents {
+                R::Text(text) => ResourceContents::Text(text),
+                R::Blob(blob) => ResourceContents::Blob(Bytes(blob)),
+            },
+        },
+    }
+}
+
+/// `invoke` with the call context and result types of one version;
+/// `$content` takes the version's output apart (value, text, blocks).
 macro_rules! invoke {
-    ($version:ident, $plugin:expr, $store:expr, $name:expr, $args:expr, $cx:expr) => {{
-        use $version::exports::toolwarden::tool::tool::{CallContext as Cx, ToolError, ToolOutput};
+    ($version:ident, $plugin:expr, $store:expr, $name:expr, $args:expr, $cx:expr, $content:expr) => {{
+        use $version::exports::toolwarden::tool::tool::{CallContext as Cx, ToolError};
+        let CallContext {
+            call_id,
+            session_id,
+            workspace,
+        } = $cx;
         let cx = Cx {
-            call_id: $cx.call_id.clone(),
-            session_id: $cx.session_id.clone(),
-            workspace: $cx.workspace.clone(),
+            call_id,
+            session_id,
+            workspace,
         };
         $plugin
             .toolwarden_tool_tool()
             .call_invoke($store, $name, $args, &cx)
             .await
             .map(|returned| match returned {
-                Ok(ToolOutput { value, text }) => Ok(RawOutput { value, text }),
+                Ok(output) => {
+                    let (value, text, content) = $content(output);
+                    Ok(RawOutput {
+                        value,
+                        text,
+                        content,
+                    })
+                }
                 Err(ToolError::InvalidArgs(m)) => Err(ToolFailure::InvalidArgs(m)),
                 Err(ToolError::NotFound(m)) => Err(ToolFailure::NotFound(m)),
                 Err(ToolError::Failed(m)) => Err(ToolFailure::Failed(m)),
@@ -228,18 +274,25 @@ impl PluginPre {
         store: &mut Store<CallState>,
         name: &str,
         args: &str,
-        cx: &CallContext,
+        cx: CallContext,
     ) -> GuestResult<Result<RawOutput, ToolFailure>> {
         let call = |e| (Phase::Call, e);
         let start = |e| (Phase::Instantiate, e);
         match self {
             PluginPre::V0_1(pre) => {
                 let plugin = pre.instantiate_async(&mut *store).await.map_err(start)?;
-                invoke!(v0_1, plugin, &mut *store, name, args, cx).map_err(call)
+                let parts = |output: v0_1::exports::toolwarden::tool::tool::ToolOutput| {
+                    (output.value, output.text, Vec::new())
+                };
+                invoke!(v0_1, plugin, &mut *store, name, args, cx, parts).map_err(call)
             }
             PluginPre::V0_2(pre) => {
                 let plugin = pre.instantiate_async(&mut *store).await.map_err(start)?;
-                invoke!(v0_2, plugin, &mut *store, name, args, cx).map_err(call)
+                let parts = |output: v0_2::exports::toolwarden::tool::tool::ToolOutput| {
+                    let content = output.content.into_iter().map(block).collect();
+                    (output.value, output.text, content)
+                };
+                invoke!(v0_2, plugin, &mut *store, name, args, cx, parts).map_err(call)
             }
         }
     }

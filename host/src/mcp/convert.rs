@@ -1,9 +1,13 @@
 //! Our types in MCP's shapes: tool specs to `Tool`, results to
 //! `CallToolResult`.
 
+use crate::content::{Block, ResourceContents};
 use crate::outcome::CallResult;
 use crate::spec::{Effect, ToolSpec};
-use rmcp::model::{CallToolResult, ContentBlock, MetaObject, Tool, ToolAnnotations};
+use rmcp::model::{
+    CallToolResult, ContentBlock, MetaObject, Resource, ResourceContents as McpContents, Tool,
+    ToolAnnotations,
+};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
@@ -33,8 +37,46 @@ pub(super) fn tool(spec: &ToolSpec) -> Tool {
     tool
 }
 
-/// A result as MCP returns it. Success: the model-facing text plus the
-/// canonical value as `structuredContent`. Anything else: `isError`, text
+/// A content block as MCP carries it: one to one.
+fn block(block: Block) -> ContentBlock {
+    match block {
+        Block::Text { text } => ContentBlock::text(text),
+        Block::Image { mime_type, data } => ContentBlock::image(data.base64(), mime_type),
+        Block::Audio { mime_type, data } => ContentBlock::audio(data.base64(), mime_type),
+        Block::ResourceLink {
+            uri,
+            name,
+            mime_type,
+            description,
+        } => {
+            let mut link = Resource::new(uri, name);
+            link.mime_type = mime_type;
+            link.description = description;
+            ContentBlock::resource_link(link)
+        }
+        Block::Resource {
+            uri,
+            mime_type,
+            contents,
+        } => ContentBlock::resource(match contents {
+            ResourceContents::Text(text) => McpContents::TextResourceContents {
+                uri,
+                mime_type,
+                text,
+                meta: None,
+            },
+            ResourceContents::Blob(blob) => McpContents::BlobResourceContents {
+                uri,
+                mime_type,
+                blob: blob.base64(),
+                meta: None,
+            },
+        }),
+    }
+}
+
+/// A result as MCP returns it. Success: the model-facing text, then the
+/// tool's content blocks, plus the canonical value as `structuredContent`. Anything else: `isError`, text
 /// that starts with the code and says what happened, and the machine-readable
 /// details in `_meta.toolwarden`. Takes the result whole: its value and text
 /// move into the answer.
@@ -52,7 +94,10 @@ pub(super) fn result(r: CallResult) -> CallToolResult {
             // Not `CallToolResult::structured`, which writes the value out
             // as text that would be replaced at once.
             let text = r.content.unwrap_or_else(|| value.to_string());
-            let mut ok = CallToolResult::success(vec![ContentBlock::text(text)]);
+            let content = std::iter::once(ContentBlock::text(text))
+                .chain(r.blocks.into_iter().map(block))
+                .collect();
+            let mut ok = CallToolResult::success(content);
             ok.structured_content = Some(value);
             ok
         }

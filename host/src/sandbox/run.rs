@@ -95,7 +95,7 @@ pub(super) async fn invoke(
             &mut store,
             &tool.spec.name,
             call.args().canonical(),
-            &context,
+            context,
         ));
         race(guest, timeout, &cx.cancel).await
     };

@@ -55,12 +55,16 @@ pub mod bindings {
         pub_export_macro: true,
         export_macro_name: "export_component",
         default_bindings_module: "toolwarden_plugin::bindings",
+        additional_derives: [PartialEq, Eq],
     });
 }
 
 use bindings::exports::toolwarden::tool::tool as wit;
 pub use bindings::toolwarden::tool::host::Level;
-pub use wit::{Effects, Filesystem, Risk, ToolError};
+pub use wit::{
+    ContentBlock, Effects, EmbeddedResource, Filesystem, Media, ResourceContents, ResourceLink,
+    Risk, ToolError,
+};
 
 pub use schema::{input_schema, output_schema};
 
@@ -214,16 +218,22 @@ impl schemars::JsonSchema for WebUrl {
     }
 }
 
-/// A result with text for the model beside the JSON value. Return a plain
-/// value when the JSON says it all; the host then shows the JSON.
+/// A result with text for the model beside the JSON value, and content
+/// blocks after it. Return a plain value when the JSON says it all; the
+/// host then shows the JSON.
 pub struct Reply<V> {
     value: V,
     text: Option<String>,
+    content: Vec<ContentBlock>,
 }
 
 impl<V> Reply<V> {
     pub fn new(value: V) -> Reply<V> {
-        Reply { value, text: None }
+        Reply {
+            value,
+            text: None,
+            content: Vec::new(),
+        }
     }
 
     /// What the model reads instead of the JSON (the value still goes to
@@ -232,6 +242,50 @@ impl<V> Reply<V> {
         self.text = Some(text.into());
         self
     }
+
+    /// A content block after the text: see [`image`], [`audio`],
+    /// [`resource_link`] and [`embedded`]. Every byte counts against the
+    /// host's output limit; clients that cannot show a kind get a line
+    /// describing it.
+    pub fn with_block(mut self, block: ContentBlock) -> Reply<V> {
+        self.content.push(block);
+        self
+    }
+}
+
+/// An image block (`mime_type` `image/...`).
+pub fn image(mime_type: &str, data: Vec<u8>) -> ContentBlock {
+    ContentBlock::Image(Media {
+        mime_type: mime_type.into(),
+        data,
+    })
+}
+
+/// An audio block (`mime_type` `audio/...`).
+pub fn audio(mime_type: &str, data: Vec<u8>) -> ContentBlock {
+    ContentBlock::Audio(Media {
+        mime_type: mime_type.into(),
+        data,
+    })
+}
+
+/// A link to a resource (`uri` absolute).
+pub fn resource_link(uri: &str, name: &str, mime_type: Option<&str>) -> ContentBlock {
+    ContentBlock::ResourceLink(ResourceLink {
+        uri: uri.into(),
+        name: name.into(),
+        mime_type: mime_type.map(Into::into),
+        description: None,
+    })
+}
+
+/// A resource with its content (`uri` absolute).
+pub fn embedded(uri: &str, mime_type: Option<&str>, contents: ResourceContents) -> ContentBlock {
+    ContentBlock::Embedded(EmbeddedResource {
+        uri: uri.into(),
+        mime_type: mime_type.map(Into::into),
+        contents,
+    })
 }
 
 /// What a handler may return: a serializable value, or a [`Reply`].
@@ -262,6 +316,8 @@ pub struct Output {
     pub value: String,
     /// Text for the model, if the handler gave one.
     pub text: Option<String>,
+    /// Content blocks after the text.
+    pub content: Vec<ContentBlock>,
 }
 
 type Handler = Box<dyn Fn(&str, &Context) -> Result<Output, ToolError>>;
@@ -325,6 +381,7 @@ impl Tool {
                 Ok(Output {
                     value,
                     text: reply.text,
+                    content: reply.content,
                 })
             }),
         }
@@ -459,8 +516,16 @@ pub mod __private {
             workspace: ctx.workspace.map(PathBuf::from),
             attached: true,
         };
-        let Output { value, text } = tool.call(args_json, &ctx)?;
-        Ok(wit::ToolOutput { value, text })
+        let Output {
+            value,
+            text,
+            content,
+        } = tool.call(args_json, &ctx)?;
+        Ok(wit::ToolOutput {
+            value,
+            text,
+            content,
+        })
     }
 }
 

@@ -123,7 +123,14 @@ fn print(result: &CallResult, json: bool, printer: Printer) {
         ));
     }
     match (&result.content, &result.error) {
-        (Some(content), _) => printer.out(content),
+        (Some(content), _) => {
+            printer.out(content);
+            // Images, audio and resources are not written to a terminal:
+            // one line each says what there is (`--json` has the bytes).
+            for block in &result.blocks {
+                printer.out(block.describe());
+            }
+        }
         (None, Some(error)) => {
             let label = match result.status {
                 Status::Denied => "denied",
