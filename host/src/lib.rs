@@ -33,6 +33,8 @@ mod check;
 #[doc(hidden)]
 pub mod cli;
 mod config;
+mod console;
+mod console_url;
 mod content;
 mod controller;
 mod egress;
@@ -63,9 +65,10 @@ mod spec;
 mod store;
 mod turn;
 mod validation;
+mod when;
 mod workspace;
 
-pub use approval::{Approval, ApprovalDecision};
+pub use approval::{Approval, ApprovalDecision, Decider};
 pub use audit::{
     ApprovalStats, HeadCheck, Record, SessionStats, Spread, Stats, ToolStats, Verification,
 };

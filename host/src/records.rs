@@ -3,7 +3,7 @@
 //! them directly, so reviewing an approval never compiles a plugin; the
 //! controller holds the same records for its calls.
 
-use crate::approval::{Approval, ApprovalDecision, Approvals};
+use crate::approval::{Approval, ApprovalDecision, Approvals, Decider};
 use crate::audit::{Audit, Event, Record, Redactor, Stats, Subject, Verification};
 use crate::config::Config;
 use crate::error::Error;
@@ -66,6 +66,12 @@ impl Records {
         self.approvals.list().map_err(|e| self.state(e))
     }
 
+    /// A number that changes whenever an approval is asked, decided or
+    /// used: cheap enough to poll.
+    pub fn approvals_version(&self) -> Result<i64, Error> {
+        self.approvals.version().map_err(|e| self.state(e))
+    }
+
     pub fn approval(&self, id: &str) -> Result<Option<Approval>, Error> {
         self.approvals.get(id).map_err(|e| self.state(e))
     }
@@ -78,10 +84,11 @@ impl Records {
         id: &str,
         decision: ApprovalDecision,
         reason: Option<&str>,
+        by: Decider,
     ) -> Result<Option<(Approval, bool)>, Error> {
         let decided = self
             .approvals
-            .decide(id, decision, reason)
+            .decide(id, decision, reason, by)
             .map_err(|e| self.state(e))?;
         if let Some((approval, true)) = &decided {
             let subject = Arc::new(Subject {
@@ -93,6 +100,7 @@ impl Records {
                 approval_id: id.to_owned(),
                 approved: decision == ApprovalDecision::Approve,
                 reason: reason.map(str::to_owned),
+                by: by.as_str(),
             };
             self.audit.record_durably(&subject, vec![event])?;
         }

@@ -15,11 +15,13 @@ const LAYERS: &[(&str, &[&str])] = &[
         "plain values and leaf libraries",
         &[
             "content",
+            "when",
             "outcome",
             "origin",
             "spec",
             "settings",
             "private_file",
+            "console_url",
             "real_path",
             "call",
             "materialize",
@@ -52,7 +54,10 @@ const LAYERS: &[(&str, &[&str])] = &[
         "gathering and ordering",
         &["error", "config", "records", "check", "controller"],
     ),
-    ("the edges", &["turn", "mcp", "export", "cli", "fuzzing"]),
+    (
+        "the edges",
+        &["turn", "mcp", "console", "export", "cli", "fuzzing"],
+    ),
 ];
 
 fn src() -> PathBuf {

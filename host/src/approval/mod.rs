@@ -94,10 +94,18 @@ pub struct Approval {
     pub network: String,
     /// Why the policy asked.
     pub reason: String,
+    /// Numbers of the rules that matched when the policy asked.
+    pub rules: String,
     pub state: &'static str,
     pub decided_reason: Option<String>,
+    /// Who decided: `cli`, `terminal`, `mcp` (an MCP client's form) or
+    /// `console`.
+    pub decided_by: Option<String>,
     pub created_ms: i64,
     pub expires_ms: i64,
+    pub decided_ms: Option<i64>,
+    /// When the approved call ran.
+    pub consumed_ms: Option<i64>,
     pub expired: bool,
 }
 
@@ -115,25 +123,55 @@ impl From<ApprovalRow> for Approval {
             capability: row.grant_fs,
             network: row.grant_net,
             reason: row.reason,
+            rules: row.rules,
             state: row.state.as_str(),
             decided_reason: row.decided_reason,
+            decided_by: row.decided_by,
             created_ms: row.created_ms,
             expires_ms: row.expires_ms,
+            decided_ms: row.decided_ms,
+            consumed_ms: row.consumed_ms,
         }
     }
 }
 
-/// The refusal of a call that waits for a person.
-fn pending(approval: &ApprovalRow) -> CallError {
+/// The refusal of a call that waits for a person; `console` is the URL of
+/// a console running for this state, where they can decide it too.
+fn pending(approval: &ApprovalRow, console: Option<String>) -> CallError {
+    let in_console = console
+        .map(|url| {
+            format!(
+                ", or decide it in the console at {url}/approvals/{}",
+                approval.id
+            )
+        })
+        .unwrap_or_default();
     CallError::new(
         ErrorCode::ApprovalRequired,
         format!(
             "the policy asks for a person's approval before this call runs ({}); nothing ran. \
              Review it with `toolwarden approvals show {id}` and approve it with \
-             `toolwarden approvals approve {id}`; then the same call, repeated in the same \
-             session, runs once (or pass `--approval {id}`)",
+             `toolwarden approvals approve {id}`{in_console}; then the same call, repeated in \
+             the same session, runs once (or pass `--approval {id}`)",
             approval.reason,
             id = approval.id
+        ),
+    )
+    .with_approval(approval.id.clone())
+}
+
+/// The refusal of a call a person denied, with their reason.
+fn denied(approval: &ApprovalRow) -> CallError {
+    CallError::new(
+        ErrorCode::ApprovalDenied,
+        format!(
+            "approval `{}` was denied{}; nothing ran",
+            approval.id,
+            approval
+                .decided_reason
+                .as_ref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default()
         ),
     )
     .with_approval(approval.id.clone())
@@ -161,6 +199,30 @@ pub struct Approvals {
     store: Arc<Store>,
     ttl: Duration,
     policy_hash: String,
+}
+
+/// Where a person decided an approval, for the record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decider {
+    /// `toolwarden approvals approve|deny`.
+    Cli,
+    /// The prompt `toolwarden call` shows on a terminal.
+    Terminal,
+    /// An MCP client's elicitation form or `input_required` answer.
+    Mcp,
+    /// The web console.
+    Console,
+}
+
+impl Decider {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decider::Cli => "cli",
+            Decider::Terminal => "terminal",
+            Decider::Mcp => "mcp",
+            Decider::Console => "console",
+        }
+    }
 }
 
 /// What a person decides on a pending approval.
@@ -246,6 +308,13 @@ impl Approvals {
             expires_ms: now + self.ttl.as_millis() as i64,
             decided_ms: None,
             consumed_ms: None,
+            decided_by: None,
+            rules: decision
+                .matched
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
         };
         // Without an id, an approval already given for exactly this call is
         // used, and a retry of a call still waiting reuses its approval.
@@ -257,14 +326,19 @@ impl Approvals {
                 .map_err(host_error)?
             {
                 Some(row) if row.state == ApprovalState::Approved => row.id,
-                Some(row) => return Err(pending(&row)),
+                // A person said no to exactly this call: asking again at
+                // once would only ask them again.
+                Some(row) if row.state == ApprovalState::Denied => {
+                    return Err(denied(&row));
+                }
+                Some(row) => return Err(pending(&row, self.console())),
                 None => {
                     self.store.insert_approval(&this_call).map_err(host_error)?;
                     noted.push(ApprovalStep::Asked {
                         approval_id: this_call.id.clone(),
                         expires_ms: this_call.expires_ms,
                     });
-                    return Err(pending(&this_call));
+                    return Err(pending(&this_call, self.console()));
                 }
             },
         };
@@ -305,21 +379,21 @@ impl Approvals {
                         "approval `{id}` has not been decided yet; approve it with `toolwarden approvals approve {id}`"
                     ),
                 ),
-                ApprovalState::Denied => refused(
-                    ErrorCode::ApprovalDenied,
-                    format!(
-                        "approval `{id}` was denied{}",
-                        row.decided_reason
-                            .map(|r| format!(": {r}"))
-                            .unwrap_or_default()
-                    ),
-                ),
+                ApprovalState::Denied => Err(denied(&row)),
                 ApprovalState::Approved | ApprovalState::Consumed => refused(
                     ErrorCode::ApprovalInvalid,
                     format!("approval `{id}` was already used; an approval runs one call once"),
                 ),
             },
         }
+    }
+
+    /// The URL of a console running for this state directory, if any.
+    fn console(&self) -> Option<String> {
+        self.store
+            .path()
+            .parent()
+            .and_then(crate::console_url::read)
     }
 
     /// Every approval, newest first.
@@ -330,6 +404,11 @@ impl Approvals {
             .into_iter()
             .map(Approval::from)
             .collect())
+    }
+
+    /// Changes whenever an approval is asked, decided or used.
+    pub fn version(&self) -> Result<i64, StoreError> {
+        self.store.approvals_version()
     }
 
     pub fn get(&self, id: &str) -> Result<Option<Approval>, StoreError> {
@@ -343,12 +422,15 @@ impl Approvals {
         id: &str,
         decision: ApprovalDecision,
         reason: Option<&str>,
+        by: Decider,
     ) -> Result<Option<(Approval, bool)>, StoreError> {
         let state = match decision {
             ApprovalDecision::Approve => ApprovalState::Approved,
             ApprovalDecision::Deny => ApprovalState::Denied,
         };
-        let row = self.store.decide_approval(id, state, reason, now_ms())?;
+        let row = self
+            .store
+            .decide_approval(id, state, reason, by.as_str(), now_ms())?;
         Ok(row.map(|(row, changed)| (Approval::from(row), changed)))
     }
 }

@@ -90,6 +90,8 @@ pub enum Event {
         approval_id: String,
         approved: bool,
         reason: Option<String>,
+        /// Where the person decided (`cli`, `terminal`, `mcp`, `console`).
+        by: &'static str,
     },
     ApprovalConsumed {
         approval_id: String,

@@ -145,6 +145,8 @@ pub enum Command {
     },
     /// Serve every tool over MCP: on stdin/stdout (logs go to stderr), or over HTTP
     Serve(ServeArgs),
+    /// Serve the web console alone (approvals, audit, tools), for stdio users
+    Console(ConsoleArgs),
     /// Review and decide approvals that the policy asked for
     Approvals {
         #[command(subcommand)]
@@ -254,10 +256,19 @@ pub struct AuditArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio [e.g. 127.0.0.1:8765]
+    /// Serve Streamable HTTP at http://ADDR/mcp (and the console at /console)
+    /// instead of stdio [e.g. 127.0.0.1:8765]
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8765")]
     pub http: Option<std::net::SocketAddr>,
+    #[command(flatten)]
+    pub listen: ListenArgs,
+}
+
+/// Who may reach an HTTP listener.
+#[derive(Debug, clap::Args)]
+pub struct ListenArgs {
     /// A file holding the token every HTTP request must send as `Authorization: Bearer`
+    /// (and the console's login form asks for)
     #[arg(long, env = "TOOLWARDEN_TOKEN_FILE", value_name = "FILE")]
     pub token_file: Option<std::path::PathBuf>,
     /// Another `Host` header value to accept (loopback names always are)
@@ -266,4 +277,13 @@ pub struct ServeArgs {
     /// Listen on a non-loopback address without a token (anyone who reaches it can call tools)
     #[arg(long)]
     pub insecure_no_auth: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ConsoleArgs {
+    /// Where to serve the console: http://ADDR/console
+    #[arg(value_name = "ADDR", default_value = "127.0.0.1:8766")]
+    pub addr: std::net::SocketAddr,
+    #[command(flatten)]
+    pub listen: ListenArgs,
 }

@@ -158,6 +158,7 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
             )
         }
         Command::Serve(args) => commands::serve::run(acting()?, args, printer),
+        Command::Console(args) => commands::console::run(config()?, args, printer),
         Command::Check { target, json } => {
             commands::check::run(&config()?, target.as_deref(), json, printer)
         }

@@ -31,7 +31,11 @@ impl Server {
             ApprovalDecision::Approve => "approved by the user of the MCP client",
             ApprovalDecision::Deny => "declined by the user of the MCP client",
         };
-        match self.host.records().decide(id, decision, Some(reason)) {
+        match self
+            .host
+            .records()
+            .decide(id, decision, Some(reason), crate::approval::Decider::Mcp)
+        {
             Ok(Some(_)) => true,
             Ok(None) => false,
             Err(e) => {

@@ -127,8 +127,13 @@ async fn refuse_over_cap(
 /// the server is full; the arguments' own bound.
 const MAX_PEEKED_BODY: usize = crate::call::MAX_ARGS_BYTES + (64 << 10);
 
-/// Serves until the process is stopped.
-pub async fn serve(host: Arc<Controller>, options: HttpOptions) -> Result<(), String> {
+/// Serves until the process is stopped. `beside` is served on the same
+/// listener without `/mcp`'s token check (it brings its own: the console).
+pub async fn serve(
+    host: Arc<Controller>,
+    options: HttpOptions,
+    beside: axum::Router,
+) -> Result<(), String> {
     let limits = host.config().mcp_sessions();
     let peers = watch::Peers::default();
     let watcher = tokio::spawn(watch::watch(Arc::clone(&host), Arc::clone(&peers)));
@@ -165,6 +170,7 @@ pub async fn serve(host: Arc<Controller>, options: HttpOptions) -> Result<(), St
             move |request: Request, next: Next| require_token(Arc::clone(&token), request, next),
         ));
     }
+    let router = router.merge(beside);
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
         .map_err(|e| format!("cannot listen on `{}`: {e}", options.addr))?

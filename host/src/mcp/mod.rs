@@ -97,8 +97,12 @@ impl Server {
     }
 
     /// Serves MCP over Streamable HTTP until the process stops.
-    pub async fn serve_http(host: Arc<Controller>, options: HttpOptions) -> Result<(), String> {
-        http::serve(host, options).await
+    pub async fn serve_http(
+        host: Arc<Controller>,
+        options: HttpOptions,
+        beside: axum::Router,
+    ) -> Result<(), String> {
+        http::serve(host, options, beside).await
     }
 
     /// Serves this connection on stdin/stdout until the client goes away.

@@ -54,6 +54,10 @@ pub struct ApprovalRow {
     pub expires_ms: i64,
     pub decided_ms: Option<i64>,
     pub consumed_ms: Option<i64>,
+    /// Who decided it (`cli`, `terminal`, `mcp`, `console`).
+    pub decided_by: Option<String>,
+    /// The numbers of the rules that matched when the policy asked.
+    pub rules: String,
 }
 
 /// What an attempt to consume an approval found.
@@ -101,7 +105,7 @@ impl ApprovalRow {
 }
 
 const COLUMNS: &str = "id, tool, args, args_digest, session, plugin_sha256, grant_fs, policy_hash, reason, \
-                       state, decided_reason, created_ms, expires_ms, decided_ms, consumed_ms, grant_net";
+                       state, decided_reason, created_ms, expires_ms, decided_ms, consumed_ms, grant_net, decided_by, rules";
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<ApprovalRow> {
     Ok(ApprovalRow {
@@ -121,6 +125,8 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<ApprovalRow> {
         decided_ms: r.get(13)?,
         consumed_ms: r.get(14)?,
         grant_net: r.get(15)?,
+        decided_by: r.get(16)?,
+        rules: r.get(17)?,
     })
 }
 
@@ -128,7 +134,7 @@ impl Store {
     pub fn insert_approval(&self, row: &ApprovalRow) -> Result<(), StoreError> {
         self.conn()
             .execute(
-                &format!("INSERT INTO approvals ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"),
+                &format!("INSERT INTO approvals ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"),
                 params![
                     row.id,
                     row.tool,
@@ -145,7 +151,9 @@ impl Store {
                     row.expires_ms,
                     row.decided_ms,
                     row.consumed_ms,
-                    row.grant_net
+                    row.grant_net,
+                    row.decided_by,
+                    row.rules
                 ],
             )
             .map(drop)
@@ -163,8 +171,8 @@ impl Store {
             .map_err(|e| self.error(e))
     }
 
-    /// The newest pending or approved, unexpired approval bound to exactly
-    /// the call `expected` describes.
+    /// The newest pending, approved or denied unexpired approval bound to
+    /// exactly the call `expected` describes (an approved one first).
     pub fn matching_approval(
         &self,
         expected: &ApprovalRow,
@@ -175,7 +183,7 @@ impl Store {
                 &format!(
                     "SELECT {COLUMNS} FROM approvals WHERE tool = ?1 AND args_digest = ?2 AND session = ?3 \
                      AND plugin_sha256 = ?4 AND grant_fs = ?5 AND policy_hash = ?6 \
-                     AND state IN ('pending', 'approved') AND expires_ms > ?7 AND grant_net = ?8 \
+                     AND state IN ('pending', 'approved', 'denied') AND expires_ms > ?7 AND grant_net = ?8 \
                      ORDER BY state = 'approved' DESC, created_ms DESC LIMIT 1"
                 ),
                 params![
@@ -207,6 +215,19 @@ impl Store {
             .map_err(|e| self.error(e))
     }
 
+    /// A number that changes whenever an approval is asked, decided or used:
+    /// what a page watching the book compares, without reading it all.
+    pub fn approvals_version(&self) -> Result<i64, StoreError> {
+        self.conn()
+            .query_row(
+                "SELECT count(*) + coalesce(max(created_ms), 0) + coalesce(sum(decided_ms), 0) \
+                 + coalesce(sum(consumed_ms), 0) FROM approvals",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.error(e))
+    }
+
     /// Moves a pending, unexpired approval to approved or denied. Returns
     /// the row as it is afterwards and whether this call changed it.
     pub fn decide_approval(
@@ -214,6 +235,7 @@ impl Store {
         id: &str,
         state: ApprovalState,
         reason: Option<&str>,
+        by: &str,
         now_ms: i64,
     ) -> Result<Option<(ApprovalRow, bool)>, StoreError> {
         let mut conn = self.conn();
@@ -222,9 +244,9 @@ impl Store {
             .map_err(|e| self.error(e))?;
         let changed = tx
             .execute(
-                "UPDATE approvals SET state = ?2, decided_reason = ?3, decided_ms = ?4 \
+                "UPDATE approvals SET state = ?2, decided_reason = ?3, decided_ms = ?4, decided_by = ?5 \
              WHERE id = ?1 AND state = 'pending' AND expires_ms > ?4",
-                params![id, state.as_str(), reason, now_ms],
+                params![id, state.as_str(), reason, now_ms, by],
             )
             .map_err(|e| self.error(e))?;
         let row = tx
@@ -307,6 +329,8 @@ mod tests {
             expires_ms: 1,
             decided_ms: None,
             consumed_ms: None,
+            decided_by: None,
+            rules: String::new(),
         }
     }
 

@@ -34,9 +34,15 @@ pub struct AuditRow {
 #[derive(Clone, Debug, Default)]
 pub struct AuditFilter {
     pub since_ms: Option<i64>,
+    /// Records older than this (milliseconds since the epoch) only.
+    pub until_ms: Option<i64>,
     pub tool: Option<String>,
+    pub session: Option<String>,
     pub call_id: Option<String>,
     pub limit: Option<i64>,
+    /// The newest records first (and `limit` keeps the newest); chain
+    /// order otherwise.
+    pub newest_first: bool,
 }
 
 impl Store {
@@ -130,16 +136,25 @@ impl Store {
     /// Records matching `filter`, in chain order.
     pub fn audit_rows(&self, filter: &AuditFilter) -> Result<Vec<AuditRow>, StoreError> {
         let conn = self.conn();
+        let order = if filter.newest_first { "DESC" } else { "ASC" };
         let mut stmt = conn
-            .prepare(
+            .prepare_cached(&format!(
                 "SELECT seq, ts_ms, call_id, session, tool, kind, data, prev_hash, hash FROM audit \
                  WHERE (?1 IS NULL OR ts_ms >= ?1) AND (?2 IS NULL OR tool = ?2) AND (?3 IS NULL OR call_id = ?3) \
-                 ORDER BY seq LIMIT coalesce(?4, -1)",
-            )
+                 AND (?5 IS NULL OR ts_ms < ?5) AND (?6 IS NULL OR session = ?6) \
+                 ORDER BY seq {order} LIMIT coalesce(?4, -1)"
+            ))
             .map_err(|e| self.error(e))?;
         let rows = stmt
             .query_map(
-                params![filter.since_ms, filter.tool, filter.call_id, filter.limit],
+                params![
+                    filter.since_ms,
+                    filter.tool,
+                    filter.call_id,
+                    filter.limit,
+                    filter.until_ms,
+                    filter.session
+                ],
                 |r| {
                     Ok(AuditRow {
                         seq: r.get(0)?,

@@ -26,7 +26,7 @@ pub const DB_FILE: &str = "toolwarden.db";
 /// How long a writer waits for another process's transaction.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bump with every migration below.
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 
 const MIGRATION_1: &str = "
 CREATE TABLE audit (
@@ -73,6 +73,13 @@ CREATE INDEX executions_session ON executions(session, tool, args_digest);
 /// before network existed bound none.
 const MIGRATION_2: &str = "
 ALTER TABLE approvals ADD COLUMN grant_net TEXT NOT NULL DEFAULT 'none';
+";
+
+/// Approvals record who decided them and which rules asked, for the
+/// people reviewing them.
+const MIGRATION_3: &str = "
+ALTER TABLE approvals ADD COLUMN decided_by TEXT;
+ALTER TABLE approvals ADD COLUMN rules TEXT NOT NULL DEFAULT '';
 ";
 
 /// A database failure, with the file it concerns.
@@ -172,7 +179,7 @@ impl Store {
         }
         // Each migration runs in its own transaction, which reads the
         // version again: of several processes starting at once, one migrates.
-        for (to, migration) in [(1, MIGRATION_1), (2, MIGRATION_2)] {
+        for (to, migration) in [(1, MIGRATION_1), (2, MIGRATION_2), (3, MIGRATION_3)] {
             if version >= to {
                 continue;
             }

@@ -84,7 +84,12 @@ pub fn decide(
     printer: Printer,
 ) -> Result<ExitStatus, Error> {
     let records = Records::open(config)?;
-    match records.decide(id, decision, reason.as_deref())? {
+    match records.decide(
+        id,
+        decision,
+        reason.as_deref(),
+        crate::approval::Decider::Cli,
+    )? {
         None => {
             printer.error(
                 format!("there is no approval `{id}`"),

@@ -8,29 +8,9 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::records::{AuditFilter, Records};
 
-/// `30s`, `10m`, `2h`, `7d` ago, or milliseconds since the epoch.
-fn since_ms(text: &str) -> Option<i64> {
-    if let Ok(ms) = text.parse::<i64>() {
-        return Some(ms);
-    }
-    let (number, unit) = text.split_at(text.len().checked_sub(1)?);
-    let n: i64 = number.parse().ok()?;
-    let seconds = match unit {
-        "s" => n,
-        "m" => n * 60,
-        "h" => n * 3600,
-        "d" => n * 86400,
-        _ => return None,
-    };
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
-    Some(now_ms - seconds * 1000)
-}
-
 /// `--since`, read; `Err` once the mistake is printed.
 fn since(text: Option<&str>, printer: &Printer) -> Result<Option<i64>, ExitStatus> {
-    match text.map(|s| (s, since_ms(s))) {
+    match text.map(|s| (s, crate::when::since_ms(s))) {
         None => Ok(None),
         Some((_, Some(ms))) => Ok(Some(ms)),
         Some((text, None)) => {
@@ -52,7 +32,7 @@ pub fn list(config: &Config, args: &AuditArgs, printer: Printer) -> Result<ExitS
         since_ms: since,
         tool: args.tool.clone(),
         call_id: args.call.clone(),
-        limit: None,
+        ..AuditFilter::default()
     };
     let records = Records::open(config)?.audit(&filter)?;
     if args.json {
@@ -96,8 +76,7 @@ pub fn stats(
     let filter = AuditFilter {
         since_ms,
         tool,
-        call_id: None,
-        limit: None,
+        ..AuditFilter::default()
     };
     let stats = Records::open(config)?.stats(&filter)?;
     if json {

@@ -100,7 +100,12 @@ fn prompt(host: &Controller, id: &str, printer: Printer) -> Result<bool, Error> 
         "y" | "yes" => (ApprovalDecision::Approve, "approved at the terminal prompt"),
         _ => (ApprovalDecision::Deny, "declined at the terminal prompt"),
     };
-    match host.records().decide(id, decision, Some(reason))? {
+    match host.records().decide(
+        id,
+        decision,
+        Some(reason),
+        crate::approval::Decider::Terminal,
+    )? {
         Some(_) => Ok(true),
         None => {
             printer.error(format!("approval `{id}` disappeared"), None);

@@ -4,6 +4,7 @@ pub mod approvals;
 pub mod audit;
 pub mod call;
 pub mod check;
+pub mod console;
 pub mod inspect;
 pub mod list;
 pub mod new;

@@ -1,7 +1,7 @@
 //! `toolwarden serve [--http [ADDR]]`: the MCP server.
 
 use crate::cli::ExitStatus;
-use crate::cli::args::ServeArgs;
+use crate::cli::args::{ListenArgs, ServeArgs};
 use crate::cli::printer::Printer;
 use crate::config::Config;
 use crate::controller::Controller;
@@ -9,44 +9,101 @@ use crate::error::Error;
 use crate::mcp::{self, Exposure, HttpOptions, Server};
 use std::sync::Arc;
 
+/// The listener's options, from the flags; `Err` once the mistake is
+/// printed.
+pub fn listen_options(
+    addr: std::net::SocketAddr,
+    listen: ListenArgs,
+    printer: Printer,
+) -> Result<HttpOptions, ExitStatus> {
+    let token = match &listen.token_file {
+        None => None,
+        Some(file) => match std::fs::read_to_string(file) {
+            Ok(text) if !text.trim().is_empty() => Some(text.trim().to_owned()),
+            Ok(_) => {
+                printer.error(
+                    format!("the token file `{}` is empty", file.display()),
+                    Some("write a long random token into it, e.g. `openssl rand -hex 32 > FILE`"),
+                );
+                return Err(ExitStatus::Error);
+            }
+            Err(e) => {
+                printer.error(
+                    format!("cannot read the token file `{}`: {e}", file.display()),
+                    Some("check `--token-file` (or TOOLWARDEN_TOKEN_FILE)"),
+                );
+                return Err(ExitStatus::Error);
+            }
+        },
+    };
+    let exposure = if listen.insecure_no_auth {
+        Exposure::InsecureNoAuth
+    } else {
+        Exposure::TokenRequired
+    };
+    let options = HttpOptions {
+        addr,
+        token,
+        allowed_hosts: listen.allow_host,
+        exposure,
+    };
+    if let Some(refusal) = options.refusal() {
+        printer.error(
+            refusal,
+            Some("give a token with `--token-file FILE`, listen on 127.0.0.1, or pass `--insecure-no-auth` if you mean it"),
+        );
+        return Err(ExitStatus::Error);
+    }
+    Ok(options)
+}
+
+/// The console for an HTTP listener, unless it would be open to anyone:
+/// a console needs a token or a loopback address, whatever else is allowed.
+pub fn console_beside(
+    host: &Arc<Controller>,
+    options: &HttpOptions,
+) -> (axum::Router, Option<crate::console_url::Announcement>) {
+    if options.token.is_none() && !options.addr.ip().is_loopback() {
+        tracing::warn!(
+            "no console on `{}`: without a token it would be open to anyone who reaches it",
+            options.addr
+        );
+        return (axum::Router::new(), None);
+    }
+    let url = format!("http://{}/console", options.addr);
+    let announced = match crate::console_url::announce(host.config().state_dir(), &url) {
+        Ok(announced) => Some(announced),
+        Err(e) => {
+            tracing::warn!("cannot record where the console runs: {e}");
+            None
+        }
+    };
+    tracing::info!("serving the console at {url}");
+    let console = crate::console::router(
+        Arc::clone(host),
+        crate::console::ConsoleOptions {
+            token: options.token.clone(),
+            allowed_hosts: options.allowed_hosts.clone(),
+        },
+    );
+    (console, announced)
+}
+
+/// The async runtime an HTTP server runs on.
+pub fn runtime() -> Result<tokio::runtime::Runtime, Error> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Engine(format!("cannot start the async runtime: {e}")))
+}
+
 pub fn run(config: Config, args: ServeArgs, printer: Printer) -> Result<ExitStatus, Error> {
     let http = match args.http {
         None => None,
-        Some(addr) => {
-            let token = match &args.token_file {
-                None => None,
-                Some(file) => match std::fs::read_to_string(file) {
-                    Ok(text) if !text.trim().is_empty() => Some(text.trim().to_owned()),
-                    Ok(_) => {
-                        printer.error(format!("the token file `{}` is empty", file.display()), Some("write a long random token into it, e.g. `openssl rand -hex 32 > FILE`"));
-                        return Ok(ExitStatus::Error);
-                    }
-                    Err(e) => {
-                        printer.error(
-                            format!("cannot read the token file `{}`: {e}", file.display()),
-                            Some("check `--token-file` (or TOOLWARDEN_TOKEN_FILE)"),
-                        );
-                        return Ok(ExitStatus::Error);
-                    }
-                },
-            };
-            let exposure = if args.insecure_no_auth {
-                Exposure::InsecureNoAuth
-            } else {
-                Exposure::TokenRequired
-            };
-            let options = HttpOptions {
-                addr,
-                token,
-                allowed_hosts: args.allow_host,
-                exposure,
-            };
-            if let Some(refusal) = options.refusal() {
-                printer.error(refusal, Some("give a token with `--token-file FILE`, listen on 127.0.0.1, or pass `--insecure-no-auth` if you mean it"));
-                return Ok(ExitStatus::Error);
-            }
-            Some(options)
-        }
+        Some(addr) => match listen_options(addr, args.listen, printer) {
+            Ok(options) => Some(options),
+            Err(status) => return Ok(status),
+        },
     };
     let host = Arc::new(Controller::new(config)?);
     for failure in host.registry().failures() {
@@ -54,11 +111,12 @@ pub fn run(config: Config, args: ServeArgs, printer: Printer) -> Result<ExitStat
     }
     let served = match http {
         None => mcp::serve_stdio(host),
-        Some(options) => tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| Error::Engine(format!("cannot start the async runtime: {e}")))?
-            .block_on(Server::serve_http(host, options)),
+        Some(options) => {
+            let runtime = runtime()?;
+            let _guard = runtime.enter();
+            let (console, _announced) = console_beside(&host, &options);
+            runtime.block_on(Server::serve_http(host, options, console))
+        }
     };
     match served {
         Ok(()) => Ok(ExitStatus::Success),

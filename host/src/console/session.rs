@@ -1,0 +1,144 @@
+//! Who is signed in to the console: a session per browser, made when the
+//! bearer token is given on the login form (or, on a loopback console
+//! without a token, on the first visit), kept in a cookie that is
+//! `HttpOnly` (no script reads it) and `SameSite=Strict` (no other site's
+//! page sends it), with a CSRF token every form must carry.
+//!
+//! Sessions live in memory: a restart signs everyone out, which costs a
+//! login and never leaves a valid session behind on disk.
+
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The cookie's name.
+pub const COOKIE: &str = "toolwarden_console";
+/// How long a session lasts from its login.
+pub const SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
+/// Sessions kept at once; the oldest goes when one more signs in, so a
+/// client that logs in again and again cannot grow the server.
+pub const MAX_SESSIONS: usize = 64;
+
+/// One signed-in browser.
+#[derive(Clone, Debug)]
+pub struct Session {
+    pub csrf: String,
+    made: Instant,
+}
+
+#[derive(Debug, Default)]
+pub struct Sessions {
+    live: Mutex<HashMap<String, Session>>,
+}
+
+/// 32 random bytes, hex: an id no one can guess.
+fn secret() -> String {
+    let mut bytes = [0u8; 32];
+    // The OS's generator does not fail on Linux once booted; if it did,
+    // the all-zero id would be refused below rather than handed out.
+    if getrandom::fill(&mut bytes).is_err() {
+        return String::new();
+    }
+    hex::encode(bytes)
+}
+
+/// Compares digests, so the time taken does not say where two secrets
+/// differ.
+pub fn same_secret(given: &str, expected: &str) -> bool {
+    !expected.is_empty() && Sha256::digest(given.as_bytes()) == Sha256::digest(expected.as_bytes())
+}
+
+impl Sessions {
+    fn live(&self) -> std::sync::MutexGuard<'_, HashMap<String, Session>> {
+        self.live
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// A new session: its id (for the cookie) and the session.
+    pub fn open(&self) -> Option<(String, Session)> {
+        let (id, csrf) = (secret(), secret());
+        if id.is_empty() || csrf.is_empty() {
+            return None;
+        }
+        let session = Session {
+            csrf,
+            made: Instant::now(),
+        };
+        let mut live = self.live();
+        live.retain(|_, s| s.made.elapsed() < SESSION_TTL);
+        if live.len() >= MAX_SESSIONS
+            && let Some(oldest) = live
+                .iter()
+                .min_by_key(|(_, s)| s.made)
+                .map(|(id, _)| id.clone())
+        {
+            live.remove(&oldest);
+        }
+        live.insert(id.clone(), session.clone());
+        Some((id, session))
+    }
+
+    /// The live session a cookie names.
+    pub fn get(&self, id: &str) -> Option<Session> {
+        let live = self.live();
+        live.get(id)
+            .filter(|s| s.made.elapsed() < SESSION_TTL)
+            .cloned()
+    }
+
+    pub fn close(&self, id: &str) {
+        self.live().remove(id);
+    }
+}
+
+/// The value of cookie `name` in a `Cookie` header.
+pub fn cookie<'a>(header: &'a str, name: &str) -> Option<&'a str> {
+    header.split(';').find_map(|pair| {
+        let (key, value) = pair.trim().split_once('=')?;
+        (key == name).then_some(value)
+    })
+}
+
+/// The `Set-Cookie` value that signs a browser in.
+pub fn set_cookie(id: &str) -> String {
+    format!(
+        "{COOKIE}={id}; Path=/console; HttpOnly; SameSite=Strict; Max-Age={}",
+        SESSION_TTL.as_secs()
+    )
+}
+
+/// The `Set-Cookie` value that signs it out.
+pub fn clear_cookie() -> String {
+    format!("{COOKIE}=; Path=/console; HttpOnly; SameSite=Strict; Max-Age=0")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sessions_are_random_bounded_and_found_only_by_their_id() {
+        let sessions = Sessions::default();
+        let (id, session) = sessions.open().unwrap();
+        assert_eq!(id.len(), 64);
+        assert_ne!(id, session.csrf);
+        assert_eq!(sessions.get(&id).unwrap().csrf, session.csrf);
+        assert!(sessions.get("nope").is_none());
+        for _ in 0..MAX_SESSIONS + 5 {
+            sessions.open().unwrap();
+        }
+        assert_eq!(sessions.live().len(), MAX_SESSIONS);
+        assert!(sessions.get(&id).is_none(), "the oldest went first");
+        assert!(!same_secret("", ""), "an empty secret never matches");
+        assert!(same_secret("abc", "abc") && !same_secret("abd", "abc"));
+    }
+
+    #[test]
+    fn the_cookie_is_read_by_name_only() {
+        let header = format!("other=1; {COOKIE}=abc; x=y");
+        assert_eq!(cookie(&header, COOKIE), Some("abc"));
+        assert_eq!(cookie("toolwarden_console_x=1", COOKIE), None);
+    }
+}

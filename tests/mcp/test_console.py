@@ -1,0 +1,308 @@
+"""The console at /console, in a real browser: Debian's chromium, headless,
+driven by Playwright, beside an MCP client (the official Python SDK) that
+makes the calls a person decides on.
+"""
+
+import json
+import os
+import shutil
+import sqlite3
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from conftest import http_serve
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "console-token-0123456789abcdef"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# Where `SCREENSHOTS=DIR` asks the tests to leave pictures of the pages
+# (docs/console.md shows them).
+SCREENSHOTS = os.environ.get("SCREENSHOTS")
+HOSTILE = {
+    "path": "x.txt",
+    "content": "<script>alert('args')</script>\"><img src=x onerror=alert('img')>\u001b[31mred\u001b[0m",
+}
+
+
+@pytest.fixture
+def served(host, tmp_path):
+    """`serve --http` with a token: (the /mcp URL, the /console URL)."""
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    with http_serve(host.env(), "--token-file", str(token_file)) as (_, url):
+        yield url, url.removesuffix("/mcp") + "/console"
+
+
+@pytest.fixture
+async def browser():
+    from playwright.async_api import async_playwright
+
+    assert Path(CHROMIUM).exists(), "chromium is missing: `apt-get install chromium` (.ci/run does)"
+    async with async_playwright() as p:
+        launched = await p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"])
+        yield launched
+        await launched.close()
+
+
+class Watched:
+    """A signed-in page, with every dialog and console error it raised."""
+
+    def __init__(self, page):
+        self.page = page
+        self.dialogs = []
+        self.errors = []
+        page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+        page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+
+async def signed_in(browser, console: str) -> Watched:
+    context = await browser.new_context(viewport={"width": 1200, "height": 900})
+    watched = Watched(await context.new_page())
+    page = watched.page
+    await page.goto(console)
+    assert page.url.endswith("/console/login"), "without a session the console asks for the token"
+    await page.fill("input[name=token]", "wrong")
+    await page.click("button[type=submit]")
+    assert "not the one" in await page.inner_text("main")
+    await page.fill("input[name=token]", TOKEN)
+    await page.click("button[type=submit]")
+    await page.wait_for_url(console)
+    watched.errors.clear()  # the refused login's 401
+    return watched
+
+
+def mcp_client(url: str):
+    client = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
+    return client, streamable_http_client(url, http_client=client)
+
+
+def meta(result) -> dict:
+    return result.meta["toolwarden"]
+
+
+async def shot(page, name: str):
+    if SCREENSHOTS:
+        await page.screenshot(path=str(Path(SCREENSHOTS) / f"{name}.png"), full_page=True)
+
+
+async def test_an_ask_call_is_approved_in_the_browser_and_runs_once(host, served, browser):
+    mcp, console = served
+    watched = await signed_in(browser, console)
+    page = watched.page
+    args = {"path": "approved.txt", "content": "decided in the console"}
+    client, transport = mcp_client(mcp)
+    async with client, transport as (r, w), ClientSession(r, w) as s:
+        await s.initialize()
+        asked = await s.call_tool("write_file", args)
+        asked_at = time.monotonic()
+        assert meta(asked)["code"] == "APPROVAL_REQUIRED"
+        approval = meta(asked)["approval_id"]
+        assert f"{console}/approvals/{approval}" in asked.content[0].text, "the message names the console"
+        card = f"#approval-{approval}"
+        await page.wait_for_selector(card, timeout=5000)
+        appeared = time.monotonic() - asked_at
+        assert appeared < 2.0, f"the approval took {appeared:.2f} s to appear"
+        text = await page.inner_text(card)
+        assert "write_file" in text and "approved.txt" in text and "decided in the console" in text
+        assert "read-write" in text, text
+        assert "writes need a person" in text and "Rules that matched" in text
+        await shot(page, "waiting")
+        assert not (host.workspace / "approved.txt").exists(), "nothing ran before the decision"
+
+        await page.click(f"{card} button.approve")
+        await page.wait_for_url(f"**/approvals/{approval}?done=approve")
+        assert "now runs once" in await page.inner_text("main")
+
+        ran = await s.call_tool("write_file", args)
+        assert ran.is_error is False, ran.content
+        assert (host.workspace / "approved.txt").read_text() == "decided in the console"
+        once_more = await s.call_tool("write_file", args)
+        assert once_more.is_error is True
+
+    await page.goto(f"{console}/approvals/{approval}")
+    assert "used" in await page.inner_text(".state")
+    await page.goto(f"{console}/history")
+    row = await page.inner_text("tbody")
+    assert "write_file" in row and "used" in row and "console" in row
+    assert watched.dialogs == [] and watched.errors == [], (watched.dialogs, watched.errors)
+
+
+async def test_a_denial_with_a_reason_reaches_the_clients_retry(host, served, browser):
+    mcp, console = served
+    page = (await signed_in(browser, console)).page
+    args = {"path": "denied.txt", "content": "no"}
+    client, transport = mcp_client(mcp)
+    async with client, transport as (r, w), ClientSession(r, w) as s:
+        await s.initialize()
+        approval = meta(await s.call_tool("write_file", args))["approval_id"]
+        card = f"#approval-{approval}"
+        await page.goto(console)
+        await page.fill(f"{card} input[name=reason]", "not in this sprint")
+        await page.click(f"{card} button.deny")
+        await page.wait_for_url(f"**/approvals/{approval}?done=deny")
+        assert "APPROVAL_DENIED" in await page.inner_text(".next")
+        retry = await s.call_tool("write_file", args)
+        assert meta(retry)["code"] == "APPROVAL_DENIED", retry.content
+        assert "not in this sprint" in retry.content[0].text
+        assert meta(retry)["approval_id"] == approval
+    code, out, err = host.cli("approvals", "show", approval, "--json")
+    shown = json.loads(out)
+    assert shown["state"] == "denied" and shown["decided_by"] == "console"
+    assert shown["decided_reason"] == "not in this sprint"
+    assert not (host.workspace / "denied.txt").exists()
+
+
+async def test_what_an_agent_writes_shows_as_text_and_no_script_runs(host, served, browser):
+    mcp, console = served
+    watched = await signed_in(browser, console)
+    page = watched.page
+    client, transport = mcp_client(mcp)
+    async with client, transport as (r, w), ClientSession(r, w) as s:
+        await s.initialize()
+        approval = meta(await s.call_tool("write_file", HOSTILE))["approval_id"]
+    for url in (console, f"{console}/approvals/{approval}", f"{console}/audit"):
+        await page.goto(url)
+        await page.wait_for_timeout(300)
+    await page.goto(console)
+    shown = await page.inner_text(f"#approval-{approval} pre.args")
+    assert "<script>alert('args')</script>" in shown, shown
+    assert "onerror=alert('img')" in shown, shown
+    assert "\\u001b[31m" in shown, "the escape shows as an escape"
+    assert await page.locator("main img").count() == 0, "no element was made from the arguments"
+    assert await page.locator("main script").count() == 0
+    assert watched.dialogs == [], watched.dialogs
+
+
+def raw(url: str, method: str = "GET", headers: dict | None = None, body: bytes | None = None):
+    request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+
+    opener = urllib.request.build_opener(NoRedirect)
+    try:
+        with opener.open(request, timeout=10) as response:
+            return response.status, dict(response.headers), response.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read().decode()
+
+
+async def test_state_changes_need_a_session_its_csrf_token_and_a_known_host(host, served, browser):
+    mcp, console = served
+    watched = await signed_in(browser, console)
+    cookies = await watched.page.context.cookies()
+    session = next(c for c in cookies if c["name"] == "toolwarden_console")
+    assert session["httpOnly"] and session["sameSite"] == "Strict"
+    cookie = f"toolwarden_console={session['value']}"
+    client, transport = mcp_client(mcp)
+    async with client, transport as (r, w), ClientSession(r, w) as s:
+        await s.initialize()
+        approval = meta(await s.call_tool("write_file", {"path": "csrf.txt", "content": "x"}))["approval_id"]
+    approve = f"{console}/approvals/{approval}/approve"
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    status, _, _ = raw(approve, "POST", {**form, "Cookie": cookie}, b"")
+    assert status == 403, "a POST without the CSRF token"
+    status, _, _ = raw(approve, "POST", {**form, "Cookie": cookie}, b"csrf=forged")
+    assert status == 403, "a POST with a forged CSRF token"
+    status, _, _ = raw(approve, "POST", form, b"csrf=whatever")
+    assert status == 403, "a POST without the session cookie"
+    status, headers, _ = raw(console)
+    assert status in (302, 303) and headers["location"] == "/console/login", "a page without the cookie"
+    status, _, _ = raw(console, headers={"Cookie": cookie, "Host": "evil.example"})
+    assert status == 403, "a foreign Host header"
+    code, out, _ = host.cli("approvals", "show", approval, "--json")
+    assert json.loads(out)["state"] == "pending", "none of them changed anything"
+    status, headers, _ = raw(console, headers={"Cookie": cookie})
+    assert status == 200
+    policy = headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "unsafe-inline" not in policy and "frame-ancestors 'none'" in policy
+    assert headers["x-frame-options"] == "DENY"
+
+
+async def test_the_audit_page_shows_a_tampered_chain_as_broken(host, served, browser):
+    mcp, console = served
+    page = (await signed_in(browser, console)).page
+    client, transport = mcp_client(mcp)
+    async with client, transport as (r, w), ClientSession(r, w) as s:
+        await s.initialize()
+        done = await s.call_tool("calc", {"op": "add", "a": 2, "b": 40})
+        call_id = meta(done)["call_id"]
+    await page.goto(f"{console}/audit")
+    assert "Chain intact" in await page.inner_text(".chain")
+    await page.fill("input[name=tool]", "calc")
+    await page.click("form.filters button")
+    await page.click(f"a[href='/console/audit/call/{call_id}']")
+    trail = await page.inner_text("main")
+    for kind in ("call", "policy", "outcome"):
+        assert kind in trail, trail
+    await shot(page, "call")
+    await page.goto(f"{console}/audit")
+    await shot(page, "audit")
+    with sqlite3.connect(host.state / "toolwarden.db") as db:
+        db.execute("UPDATE audit SET data = replace(data, '42', '41') WHERE kind = 'outcome'")
+    await page.goto(f"{console}/audit")
+    chain = await page.inner_text(".chain")
+    assert "Chain broken at record" in chain, chain
+    code, out, _ = host.cli("audit", "verify")
+    assert code == 1, "the same check as `audit verify`"
+
+
+async def test_the_tools_page_explains_a_call_without_running_it(host, served, browser):
+    mcp, console = served
+    page = (await signed_in(browser, console)).page
+    await page.goto(f"{console}/tools")
+    table = await page.inner_text("table")
+    assert "write_file" in table and "workspace-write" in table and "ask" in table
+    await page.select_option("select[name=tool]", "write_file")
+    await page.fill("textarea[name=args]", json.dumps({"path": "explained.txt", "content": "x"}))
+    await page.click("form.card button")
+    explained = await page.inner_text(".explained")
+    assert "Decision: ask" in explained and "writes need a person" in explained
+    assert not (host.workspace / "explained.txt").exists()
+    assert host.cli("approvals", "list", "--json")[1].strip() == "[]", "explaining asks nobody"
+
+
+def test_a_stdio_user_gets_the_console_alone(host, tmp_path):
+    """`toolwarden console` serves the same state: an approval asked over
+    stdio (here by the CLI) is waiting there, and an untokened console on a
+    public address is refused."""
+    import subprocess
+    from conftest import BINARY, free_port
+
+    code, out, err = host.cli("call", "write_file", '{"path":"s.txt","content":"x"}', "--json")
+    approval = json.loads(out)["approval_id"]
+    port = free_port()
+    proc = subprocess.Popen([str(BINARY), "console", f"127.0.0.1:{port}"], env=host.env(), stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        status = None
+        while time.monotonic() < deadline:
+            try:
+                status, headers, body = raw(f"http://127.0.0.1:{port}/console")
+                break
+            except OSError:
+                time.sleep(0.1)
+        assert status == 200, "a loopback console without a token opens a session on the first visit"
+        assert approval in body
+        code, out, err = host.cli("call", "write_file", '{"path":"t.txt","content":"y"}')
+        assert f"http://127.0.0.1:{port}/console/approvals/" in out + err, "the message names the running console"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    refused = subprocess.run([str(BINARY), "console", "0.0.0.0:0", "--insecure-no-auth"],
+                             env=host.env(), capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "without a token" in refused.stderr
