@@ -34,9 +34,31 @@ pub struct Report {
     pub problems: Vec<Problem>,
 }
 
+/// Whose problems a check reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// The plugin author's: what keeps a plugin from loading.
+    Plugins,
+    /// Also the operator's: what the policy makes of the plugins.
+    Policy,
+}
+
+impl Scope {
+    /// The operator's problems are reported when there is a config file to
+    /// fix, or when asked for: an author checking a new plugin has no
+    /// policy yet, and no rule covering their tool is not their problem.
+    pub fn for_config(config: &Config, asked: bool) -> Scope {
+        if asked || config.config_file.is_some() {
+            Scope::Policy
+        } else {
+            Scope::Plugins
+        }
+    }
+}
+
 /// Checks the plugin file or directory `target` (default: the configured
-/// plugins directory) against the config's policy.
-pub fn check(config: &Config, target: Option<&Path>) -> Result<Report, Error> {
+/// plugins directory) and, in [`Scope::Policy`], the config's policy.
+pub fn check(config: &Config, target: Option<&Path>, scope: Scope) -> Result<Report, Error> {
     let engine = config.engine()?;
     let target = target.unwrap_or(&config.plugins_dir);
     let whole_set = target.is_dir();
@@ -70,6 +92,14 @@ pub fn check(config: &Config, target: Option<&Path>) -> Result<Report, Error> {
         }
     };
     let rules = config.policy.rule_count();
+    if scope == Scope::Plugins {
+        return Ok(Report {
+            plugins,
+            tools: tools.len(),
+            rules,
+            problems,
+        });
+    }
     let mut rule_used = vec![false; rules];
     for tool in &tools {
         let explanation = config

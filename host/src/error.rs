@@ -223,6 +223,7 @@ mod tests {
                 PluginError::TooManyTools { .. } => 10,
                 PluginError::Conflict { .. } => 11,
                 PluginError::UndeclaredNetwork { .. } => 22,
+                PluginError::Unproven { .. } => 23,
             },
             Error::Directory { .. } => 12,
             Error::StateInWorkspace { .. } => 13,
@@ -331,6 +332,10 @@ mod tests {
             plugin(PluginError::UndeclaredNetwork {
                 import: "wasi:http/outgoing-handler".into(),
             }),
+            plugin(PluginError::Unproven {
+                reason: "r".into(),
+                fix: "f".into(),
+            }),
         ]
     }
 
@@ -359,7 +364,8 @@ mod tests {
         state: STATE\n\
         audit: AUDIT\n\
         scaffold: SCAFFOLD\n\
-        undeclared network: PLUGIN_INVALID\n";
+        undeclared network: PLUGIN_INVALID\n\
+        unproven: PLUGIN_INVALID\n";
 
     #[test]
     fn every_host_error_has_a_stable_code_and_a_hint() {

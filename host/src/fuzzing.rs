@@ -135,6 +135,7 @@ pub fn plugin(data: &[u8]) {
             &dir,
             &Limits::default(),
             std::sync::Arc::default(),
+            std::sync::Arc::default(),
         )
         .ok()
     });

@@ -22,6 +22,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "settings",
             "private_file",
             "console_url",
+            "provenance",
             "real_path",
             "call",
             "materialize",
@@ -52,7 +53,14 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     (
         "gathering and ordering",
-        &["error", "config", "records", "check", "controller"],
+        &[
+            "error",
+            "config",
+            "records",
+            "check",
+            "distribution",
+            "controller",
+        ],
     ),
     (
         "the edges",

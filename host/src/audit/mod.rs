@@ -112,7 +112,28 @@ pub enum Event {
         /// never their bytes.
         #[serde(skip_serializing_if = "Vec::is_empty")]
         content: Vec<crate::content::BlockSummary>,
+        /// The plugin build the call ran on: its SHA-256 and the key that
+        /// signed it, if any.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        plugin: Option<RanOn>,
     },
+}
+
+/// The plugin build a call ran on, recorded as its SHA-256 and signer
+/// (held as the plugin itself: a call's trail copies nothing for it).
+#[derive(Clone, Debug)]
+pub struct RanOn(pub Arc<crate::registry::Plugin>);
+
+impl Serialize for RanOn {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("sha256", self.0.sha256())?;
+        if let Some(signer) = self.0.signer() {
+            map.serialize_entry("signer", signer)?;
+        }
+        map.end()
+    }
 }
 
 impl From<crate::approval::ApprovalStep> for Event {

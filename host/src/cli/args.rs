@@ -90,6 +90,10 @@ pub enum Command {
         /// Print JSON
         #[arg(long)]
         json: bool,
+        /// Also report what the policy makes of the plugins (no rule covering
+        /// a tool, ...) when there is no config file [default: only with one]
+        #[arg(long)]
+        policy: bool,
     },
     /// Create a plugin crate with one example tool and a test, ready to build
     New {
@@ -147,6 +151,34 @@ pub enum Command {
     Serve(ServeArgs),
     /// Serve the web console alone (approvals, audit, tools), for stdio users
     Console(ConsoleArgs),
+    /// Install a plugin from an OCI registry or a file, checked as the host would load it
+    Install {
+        /// oci://REGISTRY/REPO:TAG, oci://REGISTRY/REPO@sha256:DIGEST or a .wasm file
+        /// [default with --locked: everything in plugins.lock]
+        source: Option<String>,
+        /// The file name in the plugins directory [default: the repository's last part]
+        #[arg(long, value_name = "NAME.wasm")]
+        name: Option<String>,
+        /// Install exactly the digests plugins.lock records
+        #[arg(long)]
+        locked: bool,
+        #[command(flatten)]
+        registry: RegistryArgs,
+    },
+    /// Push a component (and FILE.minisig, if there) to an OCI registry
+    Publish {
+        /// The component
+        file: std::path::PathBuf,
+        /// oci://REGISTRY/REPO:TAG
+        target: String,
+        #[command(flatten)]
+        registry: RegistryArgs,
+    },
+    /// List, update or remove installed plugins
+    Plugins {
+        #[command(subcommand)]
+        command: PluginsCommand,
+    },
     /// Review and decide approvals that the policy asked for
     Approvals {
         #[command(subcommand)]
@@ -277,6 +309,42 @@ pub struct ListenArgs {
     /// Listen on a non-loopback address without a token (anyone who reaches it can call tools)
     #[arg(long)]
     pub insecure_no_auth: bool,
+}
+
+/// How to reach a registry.
+#[derive(Debug, clap::Args)]
+pub struct RegistryArgs {
+    /// Reach a registry that is not on loopback over plain http
+    #[arg(long)]
+    pub insecure_registry: bool,
+    /// Log in as this user (the password is read from stdin) [default: the
+    /// credentials in ~/.docker/config.json, else anonymous]
+    #[arg(long, value_name = "USER")]
+    pub username: Option<String>,
+    /// Read a bearer token from stdin instead
+    #[arg(long, conflicts_with = "username")]
+    pub token_stdin: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PluginsCommand {
+    /// Every installed plugin: where it came from, its digest and signer
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Install the newest build of each plugin's tag (or of NAME's)
+    Update {
+        /// A plugin file name [default: all]
+        name: Option<String>,
+        #[command(flatten)]
+        registry: RegistryArgs,
+    },
+    /// Take a plugin out of the plugins directory and the lock file
+    Remove {
+        /// A plugin file name (`calc.wasm` or `calc`)
+        name: String,
+    },
 }
 
 #[derive(Debug, clap::Args)]

@@ -17,7 +17,7 @@ use crate::call::Tracing;
 use crate::config::{Config, ConfigBuilder, default_plugins_dir};
 use crate::error::Error;
 use crate::outcome::Status;
-use args::{ApprovalsCommand, AuditCommand, Command, GlobalArgs, PolicyCommand};
+use args::{ApprovalsCommand, AuditCommand, Command, GlobalArgs, PluginsCommand, PolicyCommand};
 use clap::Parser;
 use commands::trust::Use;
 use printer::Printer;
@@ -159,9 +159,38 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
         }
         Command::Serve(args) => commands::serve::run(acting()?, args, printer),
         Command::Console(args) => commands::console::run(config()?, args, printer),
-        Command::Check { target, json } => {
-            commands::check::run(&config()?, target.as_deref(), json, printer)
-        }
+        Command::Install {
+            source,
+            name,
+            locked,
+            registry,
+        } => commands::install::install(
+            &config()?,
+            source.as_deref(),
+            name.as_deref(),
+            locked,
+            registry,
+            printer,
+        ),
+        Command::Publish {
+            file,
+            target,
+            registry,
+        } => commands::install::publish(&file, &target, registry, printer),
+        Command::Plugins { command } => match command {
+            PluginsCommand::List { json } => commands::install::list(&config()?, json, printer),
+            PluginsCommand::Update { name, registry } => {
+                commands::install::update(&config()?, name.as_deref(), registry, printer)
+            }
+            PluginsCommand::Remove { name } => {
+                commands::install::remove(&config()?, &name, printer)
+            }
+        },
+        Command::Check {
+            target,
+            json,
+            policy,
+        } => commands::check::run(&config()?, target.as_deref(), json, policy, printer),
         Command::Turn {
             input,
             json,

@@ -31,6 +31,7 @@ use crate::error::Error;
 use crate::guards::{Budget, BudgetSection};
 use crate::limits::{Limits, LimitsSection};
 use crate::policy::{RuleDef, RuleSection};
+use crate::provenance::{PluginsSection, Provenance};
 use crate::scheduler::SchedulerSection;
 use crate::settings::{SettingError, bounded};
 use serde::Deserialize;
@@ -58,6 +59,8 @@ struct FileConfig {
     network: Option<Spanned<NetworkSection>>,
     #[serde(default)]
     credential: std::collections::BTreeMap<String, Spanned<CredentialSection>>,
+    #[serde(default)]
+    plugins: Option<Spanned<PluginsSection>>,
     #[serde(default)]
     rule: Vec<Spanned<RuleSection>>,
 }
@@ -111,6 +114,7 @@ pub(super) struct Parsed {
     pub max_parallel: usize,
     pub network: NetworkSettings,
     pub credentials: Credentials,
+    pub provenance: Provenance,
 }
 
 /// A config error that does not yet know the file's name.
@@ -171,7 +175,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         hint: format!(
             "see the config format in the README: `[limits]` takes {}; `[approvals]` {}; \
              `[audit]` {}; `[budget]` {}; `[mcp]` {}; `[scheduler]` {}; `[network]` {}; \
-             each `[credential.NAME]` {}; each `[[rule]]` takes {}",
+             each `[credential.NAME]` {}; `[plugins]` {}; each `[[rule]]` takes {}",
             LimitsSection::KEYS,
             ApprovalsSection::KEYS,
             AuditSection::KEYS,
@@ -180,6 +184,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
             SchedulerSection::KEYS,
             NetworkSection::KEYS,
             CredentialSection::KEYS,
+            PluginsSection::KEYS,
             RuleSection::KEYS,
         ),
     })?;
@@ -215,6 +220,12 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
     }
     let credentials = crate::egress::credentials(tables)
         .map_err(|(name, e)| FileError::from_setting(lines.get(&name).copied(), e))?;
+    let provenance = section(
+        text,
+        file.plugins,
+        PluginsSection::resolve,
+        Provenance::default,
+    )?;
     let mcp_list_denied = file.mcp.as_ref().is_some_and(|m| m.list_denied);
     let mcp_sessions = match file.mcp {
         None => super::McpSessions::default(),
@@ -233,6 +244,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         max_parallel,
         network,
         credentials,
+        provenance,
     })
 }
 

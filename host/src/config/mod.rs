@@ -76,6 +76,8 @@ pub struct Config {
     /// Limits, TLS roots and credentials of every call's requests (what a
     /// call may reach is in `policy`).
     pub(crate) egress: std::sync::Arc<crate::egress::Egress>,
+    /// What a plugin file must prove before it loads (`[plugins]`).
+    pub(crate) provenance: std::sync::Arc<crate::provenance::Provenance>,
 }
 
 impl Config {
@@ -165,6 +167,7 @@ impl Config {
             &self.state_dir,
             &self.limits,
             std::sync::Arc::clone(&self.egress),
+            std::sync::Arc::clone(&self.provenance),
         )
     }
 
@@ -333,6 +336,7 @@ impl ConfigBuilder {
             mcp_sessions: parsed.mcp_sessions,
             max_parallel: parsed.max_parallel,
             egress: std::sync::Arc::new(egress),
+            provenance: std::sync::Arc::new(parsed.provenance),
         })
     }
 }

@@ -80,8 +80,12 @@ impl Controller {
 
     /// Loads plugins and policy as a host would and lists every problem,
     /// running no tool (see [`crate::check`]).
-    pub fn check(config: &Config, target: Option<&Path>) -> Result<crate::check::Report, Error> {
-        crate::check::check(config, target)
+    pub fn check(
+        config: &Config,
+        target: Option<&Path>,
+        scope: crate::check::Scope,
+    ) -> Result<crate::check::Report, Error> {
+        crate::check::check(config, target, scope)
     }
 
     /// Loads one plugin file on its own, without the plugins directory.
@@ -393,6 +397,7 @@ impl Controller {
         trail.end(|| "the call and its decisions are committed".into());
         trail.ran = true;
         let tool = Arc::clone(prepared.tool());
+        trail.ran_on = Some(crate::audit::RanOn(Arc::clone(&tool.plugin)));
         let cx = RunContext {
             call_id: request.call_id.clone(),
             session: request.session.clone(),

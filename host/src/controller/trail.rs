@@ -21,6 +21,8 @@ pub(super) struct Trail {
     /// The run the session's budgets count, once the call ran.
     pub(super) execution: Option<ExecutionRow>,
     pub(super) fuel_used: Option<u64>,
+    /// The plugin build the call ran on, once it ran.
+    pub(super) ran_on: Option<crate::audit::RanOn>,
     /// Steps taken so far, when the caller asked for a trace.
     pub(super) trace: Option<Vec<TraceStep>>,
     /// The step under way, and since when.
@@ -39,6 +41,7 @@ impl Trail {
             ran: false,
             execution: None,
             fuel_used: None,
+            ran_on: None,
             trace,
             step: None,
         }
@@ -82,6 +85,7 @@ impl Trail {
                 output_bytes,
                 value,
                 content: blocks.iter().map(Into::into).collect(),
+                plugin: self.ran_on.take(),
             },
             (Some(e), false) => Event::Refused {
                 code: e.code,

@@ -48,6 +48,9 @@ pub enum PluginError {
 
     #[error("imports `{import}`, but none of its tools declares `network`")]
     UndeclaredNetwork { import: String },
+
+    #[error("its origin is not proven: {reason}")]
+    Unproven { reason: String, fix: String },
 }
 
 impl PluginError {
@@ -82,6 +85,7 @@ impl PluginError {
             PluginError::Conflict { tool, .. } => format!(
                 "rename `{tool}` in the new plugin, or remove the plugin that serves it first"
             ),
+            PluginError::Unproven { fix, .. } => fix.clone(),
             PluginError::UndeclaredNetwork { .. } => {
                 "declare the origins the tool reaches in its spec (`network` in \
                  `toolwarden:tool@0.2.0`, `.network(&[...])` in the Rust SDK); a plugin that \

@@ -31,6 +31,7 @@ pub(crate) use state::{CallState, HostState};
 
 use crate::egress::Egress;
 use crate::limits::Limits;
+use crate::provenance::Provenance;
 use crate::spec::ToolSpec;
 use contract::PluginPre;
 use std::fmt;
@@ -90,6 +91,8 @@ pub struct Engine {
     limits: Limits,
     /// What every call's requests go through.
     egress: Arc<Egress>,
+    /// What a plugin file must prove before it is compiled.
+    provenance: Arc<Provenance>,
     ticker: setup::Ticker,
 }
 
@@ -111,6 +114,7 @@ impl Engine {
         state_dir: &Path,
         limits: &Limits,
         egress: Arc<Egress>,
+        provenance: Arc<Provenance>,
     ) -> Result<Engine, EngineError> {
         let engine_error = EngineError::from_wasmtime;
         let engine = setup::engine(limits).map_err(engine_error)?;
@@ -134,6 +138,7 @@ impl Engine {
             workspace: links::LinkRoot::new(workspace),
             limits: limits.clone(),
             egress,
+            provenance,
             ticker,
         })
     }
@@ -173,6 +178,11 @@ impl Engine {
 
     pub fn limits(&self) -> &Limits {
         &self.limits
+    }
+
+    /// What a plugin file must prove before it loads.
+    pub fn provenance(&self) -> &Provenance {
+        &self.provenance
     }
 
     /// Keeps the epoch ticker running while a guest may run.

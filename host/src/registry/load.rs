@@ -4,6 +4,7 @@ use super::RegistryError;
 use super::{Plugin, Tool};
 use crate::engine::Engine;
 use crate::engine::PluginError;
+use crate::provenance::{MAX_SIGNATURE_BYTES, Proven, SIGNATURE_SUFFIX};
 use crate::schema::Schema;
 use crate::spec::{ToolSpec, check_declaration};
 use sha2::{Digest, Sha256};
@@ -105,9 +106,11 @@ pub(super) fn load_one(
     }
     let bytes = std::fs::read(file).map_err(PluginError::Read)?;
     let sha256 = hex::encode(Sha256::digest(&bytes));
+    // Proven before it is compiled: compiling is itself exposure.
+    let proven = prove(file, &bytes, &sha256, engine)?;
     let loaded = engine.load(&bytes, &sha256)?;
     let specs = engine.describe(&loaded)?;
-    let plugin = Arc::new(Plugin::new(file, sha256, loaded));
+    let plugin = Arc::new(Plugin::new(file, sha256, loaded, proven.signer));
     let mut tools = Vec::with_capacity(specs.len());
     let mut seen = std::collections::HashSet::new();
     for spec in specs {
@@ -133,6 +136,37 @@ pub(super) fn load_one(
         });
     }
     Ok((plugin, tools))
+}
+
+/// The plugin's pin and signature (`NAME.wasm.minisig` beside it), as the
+/// `[plugins]` section asks.
+fn prove(file: &Path, bytes: &[u8], sha256: &str, engine: &Engine) -> Result<Proven, PluginError> {
+    let mut name = file.as_os_str().to_owned();
+    name.push(SIGNATURE_SUFFIX);
+    let signature = match std::fs::File::open(&name) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(PluginError::Read(e)),
+        Ok(opened) => {
+            use std::io::Read;
+            let mut text = String::new();
+            opened
+                .take(MAX_SIGNATURE_BYTES as u64)
+                .read_to_string(&mut text)
+                .map_err(PluginError::Read)?;
+            Some(text)
+        }
+    };
+    let file_name = file
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    engine
+        .provenance()
+        .check(&file_name, bytes, sha256, signature.as_deref())
+        .map_err(|unproven| PluginError::Unproven {
+            reason: unproven.reason,
+            fix: unproven.fix,
+        })
 }
 
 fn check_tool(spec: ToolSpec, plugin: &Arc<Plugin>) -> Result<Tool, PluginError> {

@@ -8,7 +8,7 @@
 
 mod load;
 
-pub use load::LoadFailure;
+pub use load::{LoadFailure, MAX_PLUGIN_BYTES};
 
 use crate::engine::PluginError;
 use crate::engine::{Engine, LoadedPlugin, Origin};
@@ -29,14 +29,22 @@ pub struct Plugin {
     pub(crate) loaded: LoadedPlugin,
     /// `file`'s last component, which policy rules match on every call.
     name: String,
+    /// The id of the trusted key that signed the file, if it is signed.
+    signer: Option<String>,
 }
 
 impl Plugin {
-    pub(crate) fn new(file: &Path, sha256: String, loaded: LoadedPlugin) -> Plugin {
+    pub(crate) fn new(
+        file: &Path,
+        sha256: String,
+        loaded: LoadedPlugin,
+        signer: Option<String>,
+    ) -> Plugin {
         Plugin {
             file: file.to_owned(),
             sha256,
             loaded,
+            signer,
             name: file
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
@@ -57,6 +65,11 @@ impl Plugin {
     /// The plugin's file name, as policy rules match it (`fs.wasm`).
     pub fn file_name(&self) -> &str {
         &self.name
+    }
+
+    /// The id of the trusted minisign key that signed it, if it is signed.
+    pub fn signer(&self) -> Option<&str> {
+        self.signer.as_deref()
     }
 
     /// Whether its code was compiled now or loaded from the cache.

@@ -11,9 +11,11 @@ pub fn run(
     config: &Config,
     target: Option<&Path>,
     json: bool,
+    policy: bool,
     printer: Printer,
 ) -> Result<ExitStatus, Error> {
-    let report = Controller::check(config, target)?;
+    let scope = crate::check::Scope::for_config(config, policy);
+    let report = Controller::check(config, target, scope)?;
     if json {
         printer.json(&report);
     } else {

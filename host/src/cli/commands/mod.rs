@@ -6,6 +6,7 @@ pub mod call;
 pub mod check;
 pub mod console;
 pub mod inspect;
+pub mod install;
 pub mod list;
 pub mod new;
 pub mod policy;

@@ -1,0 +1,415 @@
+//! Components in OCI registries, in the Wasm OCI artifact format that
+//! wasm-pkg-tools (`wkg`) and Wassette use: a manifest whose config has the
+//! media type `application/vnd.wasm.config.v0+json` and whose one layer is
+//! the component (`application/wasm`). A minisign signature travels as a
+//! second artifact whose `subject` is the component's manifest (OCI 1.1
+//! referrers); for registries without the referrers API it is also listed
+//! in the fallback index at the tag `sha256-<digest>`.
+//!
+//! Talks to registries through `oci-client`; every blob is checked against
+//! its digest, and a layer is refused before it is fetched when its
+//! manifest says it is larger than a plugin may be. Plain `http` only for
+//! loopback registries unless the caller says otherwise.
+
+use bytes::Bytes;
+use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::manifest::{
+    ImageIndexEntry, OCI_IMAGE_MEDIA_TYPE, OciDescriptor, OciImageIndex, OciImageManifest,
+};
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+pub const WASM_CONFIG: &str = "application/vnd.wasm.config.v0+json";
+pub const WASM_LAYER: &str = "application/wasm";
+/// The artifact type (and layer media type) of a minisign signature.
+pub const SIGNATURE_ARTIFACT: &str = "application/vnd.dev.minisign.signature";
+const IMAGE_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+const EMPTY_CONFIG: &str = "application/vnd.oci.empty.v1+json";
+/// A minisign signature is a few hundred bytes.
+const MAX_SIGNATURE_BLOB: usize = 4096;
+
+/// Who the registry is told we are, and how to reach it.
+#[derive(Clone, Debug, Default)]
+pub struct Access {
+    /// Credentials given on the command line, if any; otherwise those of
+    /// `~/.docker/config.json` for the registry, otherwise none.
+    pub credentials: Option<RegistryAuth>,
+    /// Plain `http` to this registry even though it is not on loopback.
+    pub insecure: bool,
+}
+
+/// A component as a registry holds it.
+pub struct Pulled {
+    pub bytes: Vec<u8>,
+    /// The manifest's digest.
+    pub digest: String,
+    /// The signature's text, if the component has one.
+    pub signature: Option<String>,
+}
+
+fn is_loopback(registry: &str) -> bool {
+    let host = registry
+        .rsplit_once(':')
+        .filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
+        .map_or(registry, |(host, _)| host);
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// `user:password` from `~/.docker/config.json` for `registry`, if there.
+fn docker_credentials(registry: &str) -> Option<RegistryAuth> {
+    use base64::Engine;
+    let home = std::env::var_os("DOCKER_CONFIG")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".docker"))
+        })?;
+    let text = std::fs::read_to_string(home.join("config.json")).ok()?;
+    let config: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let entry = config["auths"]
+        .as_object()?
+        .iter()
+        .find(|(key, _)| {
+            key.trim_start_matches("https://")
+                .trim_start_matches("http://")
+                .trim_end_matches('/')
+                == registry
+        })?
+        .1;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(entry["auth"].as_str()?)
+        .ok()?;
+    let (user, password) = std::str::from_utf8(&decoded).ok()?.split_once(':')?;
+    Some(RegistryAuth::Basic(user.to_owned(), password.to_owned()))
+}
+
+pub struct Registry {
+    client: Client,
+    auth: RegistryAuth,
+}
+
+impl Registry {
+    /// A client for the registry `reference` names.
+    pub fn new(reference: &Reference, access: &Access) -> Registry {
+        // reqwest is built without a crypto provider of its own: it uses
+        // the process's, which is ring, as the host's own TLS does.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let registry = reference.resolve_registry().to_owned();
+        let protocol = if is_loopback(&registry) || access.insecure {
+            ClientProtocol::HttpsExcept(vec![registry.clone()])
+        } else {
+            ClientProtocol::Https
+        };
+        let client = Client::new(ClientConfig {
+            protocol,
+            connect_timeout: Some(std::time::Duration::from_secs(10)),
+            read_timeout: Some(std::time::Duration::from_secs(60)),
+            ..ClientConfig::default()
+        });
+        let auth = access
+            .credentials
+            .clone()
+            .or_else(|| docker_credentials(&registry))
+            .unwrap_or(RegistryAuth::Anonymous);
+        Registry { client, auth }
+    }
+
+    /// The component at `reference`, no larger than `max_bytes`, with its
+    /// signature if the registry holds one.
+    pub async fn pull(&self, reference: &Reference, max_bytes: u64) -> Result<Pulled, String> {
+        let (manifest, digest) = self
+            .client
+            .pull_image_manifest(reference, &self.auth)
+            .await
+            .map_err(|e| format!("cannot read the manifest of `{reference}`: {e}"))?;
+        if manifest.config.media_type != WASM_CONFIG {
+            return Err(format!(
+                "`{reference}` is not a Wasm component artifact: its config is `{}`, not `{WASM_CONFIG}`",
+                manifest.config.media_type
+            ));
+        }
+        let [layer] = manifest.layers.as_slice() else {
+            return Err(format!(
+                "`{reference}` has {} layers; a Wasm component artifact has one",
+                manifest.layers.len()
+            ));
+        };
+        if layer.media_type != WASM_LAYER {
+            return Err(format!(
+                "`{reference}`'s layer is `{}`, not `{WASM_LAYER}`",
+                layer.media_type
+            ));
+        }
+        if layer.size < 0 || layer.size as u64 > max_bytes {
+            return Err(format!(
+                "`{reference}`'s component is {} bytes; plugins may be at most {max_bytes}",
+                layer.size
+            ));
+        }
+        let bytes = self.blob(reference, layer, max_bytes as usize).await?;
+        let pinned = reference.clone_with_digest(digest.clone());
+        let signature = self.signature(&pinned).await?;
+        Ok(Pulled {
+            bytes,
+            digest,
+            signature,
+        })
+    }
+
+    async fn blob(
+        &self,
+        reference: &Reference,
+        layer: &OciDescriptor,
+        max: usize,
+    ) -> Result<Vec<u8>, String> {
+        let mut out = Bounded {
+            bytes: Vec::with_capacity(layer.size.clamp(0, max as i64) as usize),
+            max,
+        };
+        self.client
+            .pull_blob(reference, layer, &mut out)
+            .await
+            .map_err(|e| format!("cannot fetch `{}` of `{reference}`: {e}", layer.digest))?;
+        Ok(out.bytes)
+    }
+
+    /// The minisign signature referring to the manifest `pinned` names.
+    async fn signature(&self, pinned: &Reference) -> Result<Option<String>, String> {
+        let referrers = self
+            .client
+            .pull_referrers(pinned, Some(SIGNATURE_ARTIFACT))
+            .await
+            .map_err(|e| format!("cannot list what refers to `{pinned}`: {e}"))?;
+        let Some(entry) = referrers.manifests.first() else {
+            return Ok(None);
+        };
+        let at = pinned.clone_with_digest(entry.digest.clone());
+        let (manifest, _) = self
+            .client
+            .pull_image_manifest(&at, &self.auth)
+            .await
+            .map_err(|e| format!("cannot read the signature manifest `{at}`: {e}"))?;
+        let Some(layer) = manifest.layers.first() else {
+            return Ok(None);
+        };
+        let bytes = self.blob(&at, layer, MAX_SIGNATURE_BLOB).await?;
+        String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| format!("the signature `{at}` is not text"))
+    }
+
+    /// Pushes `component` (and `signature`, if given) to `reference`;
+    /// returns the component manifest's digest.
+    pub async fn push(
+        &self,
+        reference: &Reference,
+        component: Vec<u8>,
+        signature: Option<String>,
+    ) -> Result<String, String> {
+        let layer_digest = sha256(&component);
+        let config = serde_json::json!({
+            "architecture": "wasm",
+            "os": "wasip2",
+            "layerDigests": [layer_digest],
+        });
+        let (digest, size) = self
+            .push_artifact(
+                reference,
+                (Bytes::from(config.to_string()), WASM_CONFIG),
+                (Bytes::from(component), WASM_LAYER),
+                None,
+            )
+            .await
+            .map_err(|e| format!("cannot push `{reference}`: {e}"))?;
+        if let Some(signature) = signature {
+            let subject = OciDescriptor {
+                media_type: OCI_IMAGE_MEDIA_TYPE.to_owned(),
+                digest: digest.clone(),
+                size,
+                ..OciDescriptor::default()
+            };
+            self.push_signature(reference, subject, signature).await?;
+        }
+        Ok(digest)
+    }
+
+    /// Pushes one artifact (a config and one layer) and its manifest, as
+    /// the exact bytes whose digest it returns (with the manifest's size).
+    /// Tagged when `reference` has a tag, by digest otherwise.
+    async fn push_artifact(
+        &self,
+        reference: &Reference,
+        config: (Bytes, &str),
+        layer: (Bytes, &str),
+        subject: Option<OciDescriptor>,
+    ) -> Result<(String, i64), String> {
+        self.client
+            .store_auth_if_needed(reference.resolve_registry(), &self.auth)
+            .await;
+        let mut descriptors = Vec::with_capacity(2);
+        for (data, media_type) in [config, layer] {
+            let digest = sha256(&data);
+            descriptors.push(OciDescriptor {
+                media_type: media_type.to_owned(),
+                digest: digest.clone(),
+                size: data.len() as i64,
+                ..OciDescriptor::default()
+            });
+            self.client
+                .push_blob(reference, data, &digest)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        let layer = descriptors.pop().ok_or("no layer")?;
+        let config = descriptors.pop().ok_or("no config")?;
+        let artifact_type = subject.as_ref().map(|_| SIGNATURE_ARTIFACT.to_owned());
+        let manifest = OciImageManifest {
+            schema_version: 2,
+            media_type: Some(OCI_IMAGE_MEDIA_TYPE.to_owned()),
+            config,
+            layers: vec![layer],
+            subject,
+            artifact_type,
+            annotations: None,
+        };
+        let bytes = serde_json::to_vec(&manifest).map_err(|e| e.to_string())?;
+        let digest = sha256(&bytes);
+        let size = bytes.len() as i64;
+        let target = match reference.tag() {
+            Some(_) if manifest.subject.is_none() => reference.clone(),
+            Some(_) | None => reference.clone_with_digest(digest.clone()),
+        };
+        self.client
+            .push_manifest_raw(
+                &target,
+                bytes,
+                http::HeaderValue::from_static(OCI_IMAGE_MEDIA_TYPE),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok((digest, size))
+    }
+
+    async fn push_signature(
+        &self,
+        reference: &Reference,
+        subject: OciDescriptor,
+        signature: String,
+    ) -> Result<(), String> {
+        // The empty config OCI 1.1 defines for artifacts that need none.
+        let (digest, size) = self
+            .push_artifact(
+                reference,
+                (Bytes::from_static(b"{}"), EMPTY_CONFIG),
+                (Bytes::from(signature), SIGNATURE_ARTIFACT),
+                Some(subject.clone()),
+            )
+            .await
+            .map_err(|e| format!("cannot push the signature of `{reference}`: {e}"))?;
+        // The referrers tag schema, for registries without the referrers API.
+        let fallback = Reference::with_tag(
+            reference.registry().to_owned(),
+            reference.repository().to_owned(),
+            subject.digest.replace(':', "-"),
+        );
+        let mut index = self
+            .client
+            .pull_referrers(&reference.clone_with_digest(subject.digest.clone()), None)
+            .await
+            .unwrap_or(OciImageIndex {
+                schema_version: 2,
+                media_type: None,
+                manifests: Vec::new(),
+                artifact_type: None,
+                annotations: None,
+            });
+        index.schema_version = 2;
+        index.media_type = Some(IMAGE_INDEX.to_owned());
+        index.manifests.retain(|m| m.digest != digest);
+        index.manifests.push(ImageIndexEntry {
+            media_type: OCI_IMAGE_MEDIA_TYPE.to_owned(),
+            digest,
+            size,
+            platform: None,
+            annotations: None,
+            artifact_type: Some(SIGNATURE_ARTIFACT.to_owned()),
+        });
+        self.client
+            .push_manifest_list(&fallback, &self.auth, index)
+            .await
+            .map(drop)
+            .map_err(|e| {
+                format!("cannot list the signature of `{reference}` under `{fallback}`: {e}")
+            })
+    }
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    format!(
+        "sha256:{}",
+        hex::encode(<sha2::Sha256 as sha2::Digest>::digest(bytes))
+    )
+}
+
+/// A sink that refuses more than `max` bytes, so a registry that sends
+/// more than it declared cannot grow the host.
+struct Bounded {
+    bytes: Vec<u8>,
+    max: usize,
+}
+
+impl tokio::io::AsyncWrite for Bounded {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        if self.bytes.len() + buf.len() > self.max {
+            return Poll::Ready(Err(std::io::Error::other(format!(
+                "more than the {} bytes a plugin may be",
+                self.max
+            ))));
+        }
+        self.bytes.extend_from_slice(buf);
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_loopback;
+
+    #[test]
+    fn only_loopback_registries_are_reached_over_plain_http_by_default() {
+        for local in [
+            "127.0.0.1:5000",
+            "localhost:5000",
+            "localhost",
+            "[::1]:5000",
+            "127.1.2.3",
+        ] {
+            assert!(is_loopback(local), "{local}");
+        }
+        for remote in [
+            "ghcr.io",
+            "10.0.0.1:5000",
+            "localhost.evil.com",
+            "registry:5000",
+        ] {
+            assert!(!is_loopback(remote), "{remote}");
+        }
+    }
+}
