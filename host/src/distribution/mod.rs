@@ -94,11 +94,15 @@ struct Fetched {
     digest: Option<String>,
 }
 
-async fn fetch(source: &Source, access: &Access) -> Result<Fetched, DistributionError> {
+async fn fetch(
+    source: &Source,
+    access: &Access,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<Fetched, DistributionError> {
     match source {
         Source::Registry(reference) => {
             let pulled = oci::Registry::new(reference, access)
-                .pull(reference, MAX_PLUGIN_BYTES)
+                .pull(reference, MAX_PLUGIN_BYTES, progress)
                 .await
                 .map_err(|e| fail(e, "check the reference, that the registry runs, and your credentials (docker login, or --username)"))?;
             Ok(Fetched {
@@ -170,10 +174,12 @@ pub struct Download {
 
 /// Fetches the plugin at `source_text` (to be installed as `name` if
 /// given): the network part of an install, nothing written yet.
+/// `progress` hears the component's bytes received and their total.
 pub async fn download(
     source_text: &str,
     name: Option<&str>,
     access: &Access,
+    progress: &(dyn Fn(u64, u64) + Sync),
 ) -> Result<Download, DistributionError> {
     let source = Source::parse(source_text)?;
     let file_name = match name {
@@ -191,7 +197,7 @@ pub async fn download(
             "use --name NAME.wasm",
         ));
     }
-    let fetched = fetch(&source, access).await?;
+    let fetched = fetch(&source, access, progress).await?;
     Ok(Download {
         source,
         source_text: source_text.to_owned(),
@@ -278,7 +284,7 @@ pub async fn publish(
             "write oci://REGISTRY/REPOSITORY:TAG",
         ));
     };
-    let fetched = fetch(&Source::File(file.to_owned()), access).await?;
+    let fetched = fetch(&Source::File(file.to_owned()), access, &|_, _| {}).await?;
     oci::Registry::new(&reference, access)
         .push(&reference, fetched.bytes, fetched.signature)
         .await

@@ -121,7 +121,14 @@ impl Registry {
 
     /// The component at `reference`, no larger than `max_bytes`, with its
     /// signature if the registry holds one.
-    pub async fn pull(&self, reference: &Reference, max_bytes: u64) -> Result<Pulled, String> {
+    /// `progress` hears the bytes of the component received so far, and how
+    /// many there are.
+    pub async fn pull(
+        &self,
+        reference: &Reference,
+        max_bytes: u64,
+        progress: &(dyn Fn(u64, u64) + Sync),
+    ) -> Result<Pulled, String> {
         let (manifest, digest) = self
             .client
             .pull_image_manifest(reference, &self.auth)
@@ -151,7 +158,9 @@ impl Registry {
                 layer.size
             ));
         }
-        let bytes = self.blob(reference, layer, max_bytes as usize).await?;
+        let bytes = self
+            .blob(reference, layer, max_bytes as usize, progress)
+            .await?;
         let pinned = reference.clone_with_digest(digest.clone());
         let signature = self.signature(&pinned).await?;
         Ok(Pulled {
@@ -166,10 +175,13 @@ impl Registry {
         reference: &Reference,
         layer: &OciDescriptor,
         max: usize,
+        progress: &(dyn Fn(u64, u64) + Sync),
     ) -> Result<Vec<u8>, String> {
         let mut out = Bounded {
             bytes: Vec::with_capacity(layer.size.clamp(0, max as i64) as usize),
             max,
+            expected: layer.size.max(0) as u64,
+            progress,
         };
         self.client
             .pull_blob(reference, layer, &mut out)
@@ -197,7 +209,9 @@ impl Registry {
         let Some(layer) = manifest.layers.first() else {
             return Ok(None);
         };
-        let bytes = self.blob(&at, layer, MAX_SIGNATURE_BLOB).await?;
+        let bytes = self
+            .blob(&at, layer, MAX_SIGNATURE_BLOB, &|_, _| {})
+            .await?;
         String::from_utf8(bytes)
             .map(Some)
             .map_err(|_| format!("the signature `{at}` is not text"))
@@ -357,13 +371,15 @@ fn sha256(bytes: &[u8]) -> String {
 }
 
 /// A sink that refuses more than `max` bytes, so a registry that sends
-/// more than it declared cannot grow the host.
-struct Bounded {
+/// more than it declared cannot grow the host, and reports how far it got.
+struct Bounded<'a> {
     bytes: Vec<u8>,
     max: usize,
+    expected: u64,
+    progress: &'a (dyn Fn(u64, u64) + Sync),
 }
 
-impl tokio::io::AsyncWrite for Bounded {
+impl tokio::io::AsyncWrite for Bounded<'_> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         _: &mut Context<'_>,
@@ -376,6 +392,7 @@ impl tokio::io::AsyncWrite for Bounded {
             ))));
         }
         self.bytes.extend_from_slice(buf);
+        (self.progress)(self.bytes.len() as u64, self.expected);
         Poll::Ready(Ok(buf.len()))
     }
 

@@ -40,11 +40,24 @@ fn runtime() -> Result<tokio::runtime::Runtime, Error> {
         .map_err(|e| Error::Engine(format!("cannot start the async runtime: {e}")))
 }
 
-/// A spinner on a terminal (nothing elsewhere) that says what is under way.
+/// A progress bar on a terminal (nothing elsewhere): bytes while a
+/// component downloads, then a spinner while it is checked and compiled.
 fn progress() -> indicatif::ProgressBar {
     let bar = indicatif::ProgressBar::new_spinner();
     bar.enable_steady_tick(std::time::Duration::from_millis(100));
     bar
+}
+
+fn show_bytes(bar: &indicatif::ProgressBar, done: u64, total: u64) {
+    if bar.length() != Some(total) {
+        bar.set_length(total);
+        if let Ok(style) =
+            indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes}")
+        {
+            bar.set_style(style.progress_chars("=> "));
+        }
+    }
+    bar.set_position(done);
 }
 
 fn refused(e: DistributionError, printer: Printer) -> ExitStatus {
@@ -85,8 +98,14 @@ fn install_all(
         let bar = progress();
         bar.set_message(format!("fetching {source}"));
         let done = runtime
-            .block_on(distribution::download(source, name.as_deref(), access))
+            .block_on(distribution::download(
+                source,
+                name.as_deref(),
+                access,
+                &|done, total| show_bytes(&bar, done, total),
+            ))
             .and_then(|download| {
+                bar.set_style(indicatif::ProgressStyle::default_spinner());
                 bar.set_message(format!("checking and compiling {source}"));
                 distribution::install(config, download)
             });
