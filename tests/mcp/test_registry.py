@@ -31,12 +31,23 @@ MINISIGN = shutil.which("minisign") or "/usr/bin/minisign"
 
 
 class Registry:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, users: dict | None = None):
         assert Path(REGISTRY).exists(), "docker-registry is missing: `apt-get install docker-registry` (.ci/run does)"
         self.port = free_port()
         self.host = f"127.0.0.1:{self.port}"
         self.data = root / "registry"
         config = root / "registry.yml"
+        auth = ""
+        if users:
+            import warnings
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                import crypt
+            htpasswd = root / "htpasswd"
+            htpasswd.write_text("".join(
+                f"{user}:{crypt.crypt(password, crypt.mksalt(crypt.METHOD_BLOWFISH))}\n"
+                for user, password in users.items()))
+            auth = f"auth:\n  htpasswd:\n    realm: toolwarden-tests\n    path: {htpasswd}\n"
         config.write_text(f"""version: 0.1
 log:
   level: error
@@ -47,13 +58,17 @@ storage:
     enabled: true
 http:
   addr: {self.host}
-""")
+{auth}""")
         self.proc = subprocess.Popen([REGISTRY, "serve", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 20
         while True:
             try:
                 with urllib.request.urlopen(f"http://{self.host}/v2/", timeout=1):
                     return
+            except urllib.error.HTTPError as e:
+                if e.code == 401:
+                    return
+                raise
             except OSError:
                 assert self.proc.poll() is None, self.proc.stderr.read().decode()
                 assert time.monotonic() < deadline, "the registry did not start"
@@ -357,3 +372,30 @@ def test_check_is_the_authors_check_without_a_config(empty, tmp_path):
     assert "no problems" in out
     code, out, err = host.cli("check", str(calc), "--policy")
     assert code == 1 and "no policy rule covers" in out, out
+
+
+def test_registry_credentials_come_from_the_docker_config_or_the_flags(empty, tmp_path):
+    host = empty
+    policy(host)
+    locked_registry = Registry(tmp_path, users={"ci": "s3cret-pass"})
+    try:
+        calc = component(tmp_path)
+        target = f"oci://{locked_registry.host}/tools/calc:1.0"
+        code, _, err = host.cli("publish", str(calc), target)
+        assert code == 2 and ("401" in err or "nauthorized" in err.lower()), err
+        published = subprocess.run([str(BINARY), "publish", str(calc), target, "--username", "ci"],
+                                   input="s3cret-pass\n", env=host.env(), capture_output=True, text=True, timeout=60)
+        assert published.returncode == 0, published.stderr
+        code, _, err = host.cli("install", target)
+        assert code == 2, "anonymous pulls are refused by this registry"
+        docker = tmp_path / "docker"
+        docker.mkdir()
+        import base64
+        (docker / "config.json").write_text(json.dumps({"auths": {
+            locked_registry.host: {"auth": base64.b64encode(b"ci:s3cret-pass").decode()}}}))
+        installed = subprocess.run([str(BINARY), "install", target], env={**host.env(), "DOCKER_CONFIG": str(docker)},
+                                   capture_output=True, text=True, timeout=60)
+        assert installed.returncode == 0, installed.stderr
+        assert sha256(host.plugins / "calc.wasm") == sha256(calc)
+    finally:
+        locked_registry.stop()
