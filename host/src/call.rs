@@ -166,6 +166,8 @@ pub struct CallRequest {
     pub progress: Option<ProgressSink>,
     /// An approval id to consume, when the policy asks for one.
     pub approval: Option<String>,
+    /// The tool set (`[profile.NAME]`) the session declared; none: every tool.
+    pub profile: Option<Arc<str>>,
     pub tracing: Tracing,
 }
 
@@ -189,12 +191,19 @@ impl CallRequest {
             cancel: CancelToken::default(),
             progress: None,
             approval: None,
+            profile: None,
             tracing: Tracing::Off,
         }
     }
 
     pub fn in_session(mut self, session: SessionId) -> Self {
         self.session = session;
+        self
+    }
+
+    /// Sees and calls only the tools of profile `name`.
+    pub fn with_profile(mut self, name: impl Into<Arc<str>>) -> Self {
+        self.profile = Some(name.into());
         self
     }
 

@@ -55,6 +55,7 @@ mod outcome;
 mod output;
 mod policy;
 mod private_file;
+mod profile;
 mod provenance;
 mod real_path;
 mod records;

@@ -20,6 +20,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "origin",
             "spec",
             "settings",
+            "profile",
             "private_file",
             "console_url",
             "provenance",

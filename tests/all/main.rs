@@ -22,6 +22,7 @@ mod network;
 mod paths;
 mod pipeline;
 mod policy;
+mod profiles;
 mod registry;
 mod sandbox;
 mod scheduler;

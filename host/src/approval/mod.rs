@@ -96,6 +96,8 @@ pub struct Approval {
     pub reason: String,
     /// Numbers of the rules that matched when the policy asked.
     pub rules: String,
+    /// The profile of the session that asked, if it declared one.
+    pub profile: Option<String>,
     pub state: &'static str,
     pub decided_reason: Option<String>,
     /// Who decided: `cli`, `terminal`, `mcp` (an MCP client's form) or
@@ -124,6 +126,7 @@ impl From<ApprovalRow> for Approval {
             network: row.grant_net,
             reason: row.reason,
             rules: row.rules,
+            profile: Some(row.profile).filter(|p| !p.is_empty()),
             state: row.state.as_str(),
             decided_reason: row.decided_reason,
             decided_by: row.decided_by,
@@ -265,6 +268,7 @@ fn mismatch(binding: Binding) -> &'static str {
             "the capability the call would get (filesystem or network) changed since it was approved"
         }
         Binding::Policy => "the policy changed since it was approved",
+        Binding::Profile => "it was approved for a session with another profile",
     }
 }
 
@@ -300,6 +304,7 @@ impl Approvals {
             plugin_sha256: tool.plugin.sha256.clone(),
             grant_fs: grant.fs.as_str().to_owned(),
             grant_net: grant.net.to_string(),
+            profile: request.profile.as_deref().unwrap_or_default().to_owned(),
             policy_hash: self.policy_hash.clone(),
             reason: decision.reason.to_string(),
             state: ApprovalState::Pending,

@@ -60,6 +60,9 @@ pub enum Event {
     Call {
         args: Arc<Value>,
         args_digest: Arc<str>,
+        /// The tool set the session declared, if any.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        profile: Option<Arc<str>>,
     },
     /// Path arguments that lead somewhere other than they read, and URL
     /// arguments with their canonical form: the plugin receives the

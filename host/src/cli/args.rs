@@ -74,6 +74,8 @@ pub enum Command {
         /// Print a JSON array
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        profile: ProfileArg,
     },
     /// Show what one plugin file declares, its hash and its imports
     Inspect {
@@ -116,11 +118,15 @@ pub enum Command {
         /// The agent session the turn belongs to [default: a fresh one]
         #[arg(long, value_name = "ID")]
         session: Option<String>,
+        #[command(flatten)]
+        profile: ProfileArg,
     },
     /// The tool list as a model API takes it: openai, openai-strict, anthropic or mcp
     Schemas {
         #[arg(long, default_value = "openai")]
         format: crate::export::Format,
+        #[command(flatten)]
+        profile: ProfileArg,
     },
     /// Policy tools: `explain` how the rules decide a call; `diff` and `trust` the config file
     Policy {
@@ -146,6 +152,8 @@ pub enum Command {
         /// Show every pipeline step with what it found and how long it took
         #[arg(long)]
         trace: bool,
+        #[command(flatten)]
+        profile: ProfileArg,
     },
     /// Serve every tool over MCP: on stdin/stdout (logs go to stderr), or over HTTP
     Serve(ServeArgs),
@@ -294,6 +302,18 @@ pub struct ServeArgs {
     pub http: Option<std::net::SocketAddr>,
     #[command(flatten)]
     pub listen: ListenArgs,
+    /// Every session runs under this profile, whatever its requests
+    /// declare in `_meta` [default: each request's own, else every tool]
+    #[arg(long, env = "TOOLWARDEN_PROFILE", value_name = "NAME")]
+    pub profile: Option<String>,
+}
+
+/// The session's tool set (`[profile.NAME]` in the config).
+#[derive(Debug, clap::Args)]
+pub struct ProfileArg {
+    /// Act as a session of this `[profile.NAME]`: only its tools are listed and callable
+    #[arg(long, env = "TOOLWARDEN_PROFILE", value_name = "NAME")]
+    pub profile: Option<String>,
 }
 
 /// Who may reach an HTTP listener.

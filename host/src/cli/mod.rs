@@ -118,7 +118,9 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
             };
             commands::new::run(&name, dir.as_deref(), sdk.as_deref(), &plugins, printer)
         }
-        Command::List { json } => commands::list::run(config()?, json, printer),
+        Command::List { json, profile } => {
+            commands::list::run(config()?, json, profile.profile, printer)
+        }
         Command::Inspect { file, json } => commands::inspect::run(&config()?, &file, json, printer),
         Command::Policy {
             command: PolicyCommand::Explain { tool, args, json },
@@ -142,6 +144,7 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
             session,
             approval,
             trace,
+            profile,
         } => {
             let tracing = if trace { Tracing::Steps } else { Tracing::Off };
             commands::call::run(
@@ -153,6 +156,7 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
                     approval,
                     json,
                     tracing,
+                    profile: profile.profile,
                 },
                 printer,
             )
@@ -195,8 +199,11 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
             input,
             json,
             session,
-        } => commands::turn::run(acting()?, &input, session, json, printer),
-        Command::Schemas { format } => commands::schemas::run(config()?, format, printer),
+            profile,
+        } => commands::turn::run(acting()?, &input, session, profile.profile, json, printer),
+        Command::Schemas { format, profile } => {
+            commands::schemas::run(config()?, format, profile.profile, printer)
+        }
         Command::Approvals { command } => match command {
             ApprovalsCommand::List { json } => commands::approvals::list(&config()?, json, printer),
             ApprovalsCommand::Show { id, json } => {

@@ -31,6 +31,7 @@ use crate::error::Error;
 use crate::guards::{Budget, BudgetSection};
 use crate::limits::{Limits, LimitsSection};
 use crate::policy::{RuleDef, RuleSection};
+use crate::profile::{ProfileSection, Profiles};
 use crate::provenance::{PluginsSection, Provenance};
 use crate::scheduler::SchedulerSection;
 use crate::settings::{SettingError, bounded};
@@ -61,6 +62,8 @@ struct FileConfig {
     credential: std::collections::BTreeMap<String, Spanned<CredentialSection>>,
     #[serde(default)]
     plugins: Option<Spanned<PluginsSection>>,
+    #[serde(default)]
+    profile: std::collections::BTreeMap<String, Spanned<ProfileSection>>,
     #[serde(default)]
     rule: Vec<Spanned<RuleSection>>,
 }
@@ -115,6 +118,7 @@ pub(super) struct Parsed {
     pub network: NetworkSettings,
     pub credentials: Credentials,
     pub provenance: Provenance,
+    pub profiles: Profiles,
 }
 
 /// A config error that does not yet know the file's name.
@@ -175,7 +179,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         hint: format!(
             "see the config format in the README: `[limits]` takes {}; `[approvals]` {}; \
              `[audit]` {}; `[budget]` {}; `[mcp]` {}; `[scheduler]` {}; `[network]` {}; \
-             each `[credential.NAME]` {}; `[plugins]` {}; each `[[rule]]` takes {}",
+             each `[credential.NAME]` {}; `[plugins]` {}; each `[profile.NAME]` {}; each `[[rule]]` takes {}",
             LimitsSection::KEYS,
             ApprovalsSection::KEYS,
             AuditSection::KEYS,
@@ -185,6 +189,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
             NetworkSection::KEYS,
             CredentialSection::KEYS,
             PluginsSection::KEYS,
+            ProfileSection::KEYS,
             RuleSection::KEYS,
         ),
     })?;
@@ -212,13 +217,11 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         NetworkSection::resolve,
         NetworkSettings::default,
     )?;
-    let mut tables = std::collections::BTreeMap::new();
-    let mut lines = std::collections::BTreeMap::new();
-    for (name, table) in file.credential {
-        lines.insert(name.clone(), line_of(text, table.span().start));
-        tables.insert(name, table.into_inner());
-    }
+    let (tables, lines) = named_tables(text, file.credential);
     let credentials = crate::egress::credentials(tables)
+        .map_err(|(name, e)| FileError::from_setting(lines.get(&name).copied(), e))?;
+    let (tables, lines) = named_tables(text, file.profile);
+    let profiles = Profiles::resolve(tables)
         .map_err(|(name, e)| FileError::from_setting(lines.get(&name).copied(), e))?;
     let provenance = section(
         text,
@@ -245,7 +248,26 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         network,
         credentials,
         provenance,
+        profiles,
     })
+}
+
+/// `[kind.NAME]` tables by name, and the line each starts on.
+type Named<S> = (
+    std::collections::BTreeMap<String, S>,
+    std::collections::BTreeMap<String, usize>,
+);
+
+fn named_tables<S>(text: &str, tables: std::collections::BTreeMap<String, Spanned<S>>) -> Named<S> {
+    let mut lines = std::collections::BTreeMap::new();
+    let tables = tables
+        .into_iter()
+        .map(|(name, table)| {
+            lines.insert(name.clone(), line_of(text, table.span().start));
+            (name, table.into_inner())
+        })
+        .collect();
+    (tables, lines)
 }
 
 #[cfg(test)]

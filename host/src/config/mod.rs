@@ -78,6 +78,8 @@ pub struct Config {
     pub(crate) egress: std::sync::Arc<crate::egress::Egress>,
     /// What a plugin file must prove before it loads (`[plugins]`).
     pub(crate) provenance: std::sync::Arc<crate::provenance::Provenance>,
+    /// Tool sets sessions may declare (`[profile.NAME]`).
+    profiles: crate::profile::Profiles,
 }
 
 impl Config {
@@ -180,6 +182,16 @@ impl Config {
     /// Whether MCP `tools/list` also shows tools the policy always denies.
     pub fn mcp_list_denied(&self) -> bool {
         self.mcp_list_denied
+    }
+
+    /// The tools a session declaring `profile` (or none) sees and calls.
+    pub fn tool_set<'a>(&'a self, profile: Option<&'a str>) -> crate::profile::ToolSet<'a> {
+        self.profiles.select(profile)
+    }
+
+    /// The `[profile.NAME]` names the config defines, sorted.
+    pub fn profile_names(&self) -> impl Iterator<Item = &str> {
+        self.profiles.names()
     }
 }
 
@@ -337,6 +349,7 @@ impl ConfigBuilder {
             max_parallel: parsed.max_parallel,
             egress: std::sync::Arc::new(egress),
             provenance: std::sync::Arc::new(parsed.provenance),
+            profiles: parsed.profiles,
         })
     }
 }

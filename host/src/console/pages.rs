@@ -146,6 +146,9 @@ fn approval_card(approval: &Approval, tools: &[std::sync::Arc<Tool>], csrf: &str
                 dt { "Filesystem" } dd { (approval.capability) }
                 dt { "Network" } dd { (visible(&approval.network)) }
                 dt { "Session" } dd { code { (visible(&approval.session)) } }
+                @if let Some(profile) = &approval.profile {
+                    dt { "Profile" } dd { code { (visible(profile)) } }
+                }
                 dt { "Plugin" } dd {
                     (plugin_of(approval, tools).map(visible).unwrap_or_else(|| "no longer loaded in this build".into()))
                     br; code.hash { (approval.plugin_sha256) }

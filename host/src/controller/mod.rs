@@ -150,12 +150,19 @@ impl Controller {
             .evaluate(&tool.spec, tool.plugin.file_name(), None)
     }
 
-    /// The tools an agent is shown, each through `show`: every tool the
-    /// policy could let run (all of them with `[mcp] list_denied = true`).
-    pub fn offered_tools<R>(&self, mut show: impl FnMut(&Tool) -> R) -> Vec<R> {
+    /// The tools an agent in a session with `profile` is shown, each
+    /// through `show`: every tool of its profile the policy could let run
+    /// (all of them with `[mcp] list_denied = true`).
+    pub fn offered_tools<R>(
+        &self,
+        profile: Option<&str>,
+        mut show: impl FnMut(&Tool) -> R,
+    ) -> Vec<R> {
         let list_denied = self.config.mcp_list_denied();
+        let set = self.config.tool_set(profile);
         self.registry()
             .tools()
+            .filter(|tool| set.includes(&tool.spec.name))
             .filter(|tool| {
                 let decision = self.decision(tool);
                 list_denied || decision.depends_on_args || decision.verdict != Verdict::Deny
@@ -169,7 +176,9 @@ impl Controller {
     /// than they read are listed with both forms.
     pub fn explain(&self, tool: &str, args: &str) -> Result<Explanation, CallError> {
         let args = Arguments::materialize(args)?;
-        let resolved = self.registry().resolve(tool, args)?;
+        let resolved = self
+            .registry()
+            .resolve(tool, args, &crate::profile::ToolSet::All)?;
         let tool = resolved.tool();
         let written = resolved.args().value();
         let paths = self.workspace.paths(&tool.input, written);
@@ -331,9 +340,11 @@ impl Controller {
         trail.events.push(Event::Call {
             args: args.shared_value(),
             args_digest: args.shared_digest(),
+            profile: request.profile.clone(),
         });
         trail.begin("resolve");
-        let resolved = self.registry().resolve(&request.tool, args)?;
+        let tools = self.config.tool_set(request.profile.as_deref());
+        let resolved = self.registry().resolve(&request.tool, args, &tools)?;
         trail.end(|| format!("plugin `{}`", resolved.tool().plugin.file_name()));
         trail.begin("validate");
         let validated = validation::validate(resolved)?;

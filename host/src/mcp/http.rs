@@ -34,6 +34,8 @@ pub struct HttpOptions {
     pub allowed_hosts: Vec<String>,
     /// Allows a non-loopback address without a token.
     pub exposure: Exposure,
+    /// The profile every session runs under, whatever requests declare.
+    pub profile: Option<Arc<str>>,
 }
 
 /// Whether listening beyond loopback without a token was asked for.
@@ -150,6 +152,7 @@ pub async fn serve(
             Arc::clone(&peers),
             states.clone(),
             calls.clone(),
+            options.profile.clone(),
         ))
     };
     let mut manager = LocalSessionManager::default();
@@ -202,6 +205,7 @@ mod tests {
             token: token.map(str::to_owned),
             allowed_hosts: vec![],
             exposure,
+            profile: None,
         }
     }
 

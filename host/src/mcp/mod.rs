@@ -62,12 +62,23 @@ pub struct Server {
     /// Told when such a call finishes, on a stdio connection (whose thread
     /// may be watching stdin rather than asleep).
     waiting: Option<Arc<stdio::Waiting>>,
+    /// The profile the operator gave the server (`serve --profile`); when
+    /// set, what a request declares in `_meta` does not count.
+    profile: Option<Arc<str>>,
 }
+
+/// The `_meta` key a request declares its session's profile with.
+pub const PROFILE_META: &str = "toolwarden/profile";
 
 impl Server {
     /// A stdio connection whose long calls go on on the runtime `calls`
     /// and, when they finish, tell `waiting`.
-    fn over_stdio(host: Arc<Controller>, calls: Handle, waiting: Arc<stdio::Waiting>) -> Server {
+    fn over_stdio(
+        host: Arc<Controller>,
+        calls: Handle,
+        waiting: Arc<stdio::Waiting>,
+        profile: Option<Arc<str>>,
+    ) -> Server {
         Server {
             waiting: Some(waiting),
             ..Server::with_peers(
@@ -75,6 +86,7 @@ impl Server {
                 watch::Peers::default(),
                 input::RequestStates::default(),
                 calls,
+                profile,
             )
         }
     }
@@ -85,6 +97,7 @@ impl Server {
         peers: watch::Peers,
         states: input::RequestStates,
         calls: Handle,
+        profile: Option<Arc<str>>,
     ) -> Server {
         Server {
             host,
@@ -93,7 +106,21 @@ impl Server {
             states,
             calls,
             waiting: None,
+            profile,
         }
+    }
+
+    /// The profile a request runs under: the server's, else the one its
+    /// `_meta` declares. A declared value that is not a string names no
+    /// profile the config could define, so it fails closed like a typo.
+    fn profile(&self, meta: &rmcp::model::RequestMetaObject) -> Option<Arc<str>> {
+        if let Some(pinned) = &self.profile {
+            return Some(Arc::clone(pinned));
+        }
+        meta.0.get(PROFILE_META).map(|declared| match declared {
+            serde_json::Value::String(name) => Arc::from(name.as_str()),
+            other => Arc::from(other.to_string()),
+        })
     }
 
     /// Serves MCP over Streamable HTTP until the process stops.
@@ -127,8 +154,9 @@ impl Server {
         ended.map(drop)
     }
 
-    fn tools(&self) -> Vec<Tool> {
-        self.host.offered_tools(|tool| convert::tool(&tool.spec))
+    fn tools(&self, profile: Option<&str>) -> Vec<Tool> {
+        self.host
+            .offered_tools(profile, |tool| convert::tool(&tool.spec))
     }
 }
 
@@ -157,9 +185,12 @@ impl ServerHandler for Server {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.tools()))
+        let profile = self.profile(&cx.meta);
+        Ok(ListToolsResult::with_all_items(
+            self.tools(profile.as_deref()),
+        ))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -182,6 +213,7 @@ impl ServerHandler for Server {
             .map_or(RawArgs::Text(String::new()), RawArgs::from);
         let mut request =
             CallRequest::new(params.name.to_string(), args).in_session(self.session.clone());
+        request.profile = self.profile(&cx.meta);
         let modern = cx
             .protocol_version()
             .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);

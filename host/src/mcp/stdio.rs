@@ -84,8 +84,9 @@ impl Waiting {
     }
 }
 
-/// Serves MCP on stdin/stdout until the client goes away. Blocks.
-pub fn serve(host: Arc<Controller>) -> Result<(), String> {
+/// Serves MCP on stdin/stdout until the client goes away, every request
+/// under `profile` when one is given. Blocks.
+pub fn serve(host: Arc<Controller>, profile: Option<Arc<str>>) -> Result<(), String> {
     let calls = tokio::runtime::Builder::new_multi_thread()
         .thread_name("toolwarden-call")
         .enable_all()
@@ -98,7 +99,7 @@ pub fn serve(host: Arc<Controller>) -> Result<(), String> {
         .on_thread_park(move || watch_stdin(&watched))
         .build()
         .map_err(|e| format!("cannot start the connection's runtime: {e}"))?;
-    let server = Server::over_stdio(host, calls.handle().clone(), waiting);
+    let server = Server::over_stdio(host, calls.handle().clone(), waiting, profile);
     // The connection answers first and tears down after: see `watch_stdin`.
     Controller::defer_teardowns_on_this_thread();
     let served = connection.block_on(server.serve_stdio());

@@ -14,6 +14,7 @@ use crate::engine::PluginError;
 use crate::engine::{Engine, LoadedPlugin, Origin};
 use crate::materialize::Arguments;
 use crate::outcome::{CallError, ErrorCode};
+use crate::profile::ToolSet;
 use crate::schema::Schema;
 use crate::spec::ToolSpec;
 use std::collections::BTreeMap;
@@ -265,21 +266,36 @@ impl Registry {
     }
 
     /// Pipeline step: finds the tool a call names.
-    pub fn resolve(&self, name: &str, args: Arguments) -> Result<ResolvedCall, CallError> {
-        let tool = self.tools.get(name).ok_or_else(|| {
-            let known: Vec<&str> = self.tools.keys().map(String::as_str).collect();
-            CallError::new(
-                ErrorCode::UnknownTool,
-                format!(
-                    "no tool named `{name}`; available tools: {}",
-                    if known.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        known.join(", ")
-                    }
-                ),
-            )
-        })?;
+    pub fn resolve(
+        &self,
+        name: &str,
+        args: Arguments,
+        set: &ToolSet<'_>,
+    ) -> Result<ResolvedCall, CallError> {
+        let tool = self
+            .tools
+            .get(name)
+            .filter(|_| set.includes(name))
+            .ok_or_else(|| {
+                let known: Vec<&str> = self
+                    .tools
+                    .keys()
+                    .map(String::as_str)
+                    .filter(|t| set.includes(t))
+                    .collect();
+                CallError::new(
+                    ErrorCode::UnknownTool,
+                    format!(
+                        "{}; available tools: {}",
+                        set.missing(name),
+                        if known.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            known.join(", ")
+                        }
+                    ),
+                )
+            })?;
         Ok(ResolvedCall {
             tool: Arc::clone(tool),
             args,

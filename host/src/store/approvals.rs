@@ -58,6 +58,8 @@ pub struct ApprovalRow {
     pub decided_by: Option<String>,
     /// The numbers of the rules that matched when the policy asked.
     pub rules: String,
+    /// The profile of the session that asked (`""`: none).
+    pub profile: String,
 }
 
 /// What an attempt to consume an approval found.
@@ -83,6 +85,7 @@ pub enum Binding {
     Plugin,
     Capability,
     Policy,
+    Profile,
 }
 
 impl ApprovalRow {
@@ -98,6 +101,7 @@ impl ApprovalRow {
                 self.grant_fs == other.grant_fs && self.grant_net == other.grant_net,
             ),
             (Binding::Policy, self.policy_hash == other.policy_hash),
+            (Binding::Profile, self.profile == other.profile),
         ]
         .into_iter()
         .find_map(|(binding, same)| (!same).then_some(binding))
@@ -105,7 +109,7 @@ impl ApprovalRow {
 }
 
 const COLUMNS: &str = "id, tool, args, args_digest, session, plugin_sha256, grant_fs, policy_hash, reason, \
-                       state, decided_reason, created_ms, expires_ms, decided_ms, consumed_ms, grant_net, decided_by, rules";
+                       state, decided_reason, created_ms, expires_ms, decided_ms, consumed_ms, grant_net, decided_by, rules, profile";
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<ApprovalRow> {
     Ok(ApprovalRow {
@@ -127,6 +131,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<ApprovalRow> {
         grant_net: r.get(15)?,
         decided_by: r.get(16)?,
         rules: r.get(17)?,
+        profile: r.get(18)?,
     })
 }
 
@@ -134,7 +139,7 @@ impl Store {
     pub fn insert_approval(&self, row: &ApprovalRow) -> Result<(), StoreError> {
         self.conn()
             .execute(
-                &format!("INSERT INTO approvals ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"),
+                &format!("INSERT INTO approvals ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"),
                 params![
                     row.id,
                     row.tool,
@@ -153,7 +158,8 @@ impl Store {
                     row.consumed_ms,
                     row.grant_net,
                     row.decided_by,
-                    row.rules
+                    row.rules,
+                    row.profile
                 ],
             )
             .map(drop)
@@ -183,7 +189,7 @@ impl Store {
                 &format!(
                     "SELECT {COLUMNS} FROM approvals WHERE tool = ?1 AND args_digest = ?2 AND session = ?3 \
                      AND plugin_sha256 = ?4 AND grant_fs = ?5 AND policy_hash = ?6 \
-                     AND state IN ('pending', 'approved', 'denied') AND expires_ms > ?7 AND grant_net = ?8 \
+                     AND state IN ('pending', 'approved', 'denied') AND expires_ms > ?7 AND grant_net = ?8 AND profile = ?9 \
                      ORDER BY state = 'approved' DESC, created_ms DESC LIMIT 1"
                 ),
                 params![
@@ -194,7 +200,8 @@ impl Store {
                     expected.grant_fs,
                     expected.policy_hash,
                     now_ms,
-                    expected.grant_net
+                    expected.grant_net,
+                    expected.profile
                 ],
                 from_row,
             )
@@ -331,6 +338,7 @@ mod tests {
             consumed_ms: None,
             decided_by: None,
             rules: String::new(),
+            profile: String::new(),
         }
     }
 
@@ -349,7 +357,7 @@ mod tests {
             "id, state and reason are not bindings"
         );
         type Change = fn(&mut ApprovalRow);
-        let cases: [(Change, Binding); 7] = [
+        let cases: [(Change, Binding); 8] = [
             (|r| r.tool = "x".into(), Binding::Tool),
             (|r| r.args_digest = "x".into(), Binding::Arguments),
             (|r| r.session = "x".into(), Binding::Session),
@@ -357,6 +365,7 @@ mod tests {
             (|r| r.grant_fs = "x".into(), Binding::Capability),
             (|r| r.grant_net = "x".into(), Binding::Capability),
             (|r| r.policy_hash = "x".into(), Binding::Policy),
+            (|r| r.profile = "x".into(), Binding::Profile),
         ];
         for (change, binding) in cases {
             let mut changed = row();

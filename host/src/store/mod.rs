@@ -26,7 +26,7 @@ pub const DB_FILE: &str = "toolwarden.db";
 /// How long a writer waits for another process's transaction.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bump with every migration below.
-const SCHEMA_VERSION: i64 = 3;
+const SCHEMA_VERSION: i64 = 4;
 
 const MIGRATION_1: &str = "
 CREATE TABLE audit (
@@ -80,6 +80,12 @@ ALTER TABLE approvals ADD COLUMN grant_net TEXT NOT NULL DEFAULT 'none';
 const MIGRATION_3: &str = "
 ALTER TABLE approvals ADD COLUMN decided_by TEXT;
 ALTER TABLE approvals ADD COLUMN rules TEXT NOT NULL DEFAULT '';
+";
+
+/// Approvals bind the profile of the session that asked; those recorded
+/// before profiles existed were asked with none.
+const MIGRATION_4: &str = "
+ALTER TABLE approvals ADD COLUMN profile TEXT NOT NULL DEFAULT '';
 ";
 
 /// A database failure, with the file it concerns.
@@ -179,7 +185,12 @@ impl Store {
         }
         // Each migration runs in its own transaction, which reads the
         // version again: of several processes starting at once, one migrates.
-        for (to, migration) in [(1, MIGRATION_1), (2, MIGRATION_2), (3, MIGRATION_3)] {
+        for (to, migration) in [
+            (1, MIGRATION_1),
+            (2, MIGRATION_2),
+            (3, MIGRATION_3),
+            (4, MIGRATION_4),
+        ] {
             if version >= to {
                 continue;
             }

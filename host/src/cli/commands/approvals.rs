@@ -66,6 +66,9 @@ pub fn show(config: &Config, id: &str, json: bool, printer: Printer) -> Result<E
     printer.out(format!("capability filesystem {}", a.capability));
     printer.out(format!("network    {}", a.network));
     printer.out(format!("session    {}", a.session));
+    if let Some(profile) = &a.profile {
+        printer.out(format!("profile    {profile}"));
+    }
     printer.out(format!("plugin     sha256 {}", a.plugin_sha256));
     printer.out(format!("reason     {}", a.reason));
     printer.out(format!("created    {}", timestamp(a.created_ms)));

@@ -17,6 +17,7 @@ pub struct Options {
     pub approval: Option<String>,
     pub json: bool,
     pub tracing: Tracing,
+    pub profile: Option<String>,
 }
 
 pub fn run(config: Config, opts: Options, printer: Printer) -> Result<ExitStatus, Error> {
@@ -39,6 +40,10 @@ pub fn run(config: Config, opts: Options, printer: Printer) -> Result<ExitStatus
         && opts.args.as_deref() != Some("-")
         && std::io::stdin().is_terminal()
         && std::io::stderr().is_terminal();
+    let profile = match super::profile_of(&config, opts.profile, printer) {
+        Ok(profile) => profile,
+        Err(status) => return Ok(status),
+    };
     let host = Controller::new(config)?;
     for failure in host.registry().failures() {
         printer.error(failure, Some(&failure.error.hint()));
@@ -57,6 +62,7 @@ pub fn run(config: Config, opts: Options, printer: Printer) -> Result<ExitStatus
     let mut request = CallRequest::new(opts.tool, args).in_session(session);
     request.approval = opts.approval;
     request.tracing = opts.tracing;
+    request.profile = profile;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -3,18 +3,27 @@
 use crate::cli::ExitStatus;
 use crate::cli::printer::Printer;
 use crate::config::Config;
-use crate::controller::Controller;
 use crate::error::Error;
 use serde_json::json;
 
-pub fn run(config: Config, json: bool, printer: Printer) -> Result<ExitStatus, Error> {
-    let host = Controller::new(config)?;
+pub fn run(
+    config: Config,
+    json: bool,
+    profile: Option<String>,
+    printer: Printer,
+) -> Result<ExitStatus, Error> {
+    let (host, profile) = match super::profiled_host(config, profile, printer)? {
+        Ok(profiled) => profiled,
+        Err(status) => return Ok(status),
+    };
     let registry = host.registry();
     for failure in registry.failures() {
         printer.error(failure, Some(&failure.error.hint()));
     }
+    let set = host.config().tool_set(profile.as_deref());
     let rows: Vec<_> = registry
         .tools()
+        .filter(|tool| set.includes(&tool.spec.name))
         .map(|tool| {
             let decision = host.decision(tool);
             let plugin = tool
@@ -51,10 +60,13 @@ pub fn run(config: Config, json: bool, printer: Printer) -> Result<ExitStatus, E
         return Ok(ExitStatus::Success);
     }
     if rows.is_empty() {
-        printer.out(format!(
-            "no tools: `{}` holds no plugin that loaded",
-            host.config().plugins_dir().display()
-        ));
+        printer.out(match &profile {
+            Some(name) => format!("no tools: profile `{name}` names none of the loaded tools"),
+            None => format!(
+                "no tools: `{}` holds no plugin that loaded",
+                host.config().plugins_dir().display()
+            ),
+        });
         return Ok(ExitStatus::Success);
     }
     let width = |f: &dyn Fn(&(_, String, _)) -> usize, min: usize| {

@@ -14,3 +14,53 @@ pub mod schemas;
 pub mod serve;
 pub mod trust;
 pub mod turn;
+
+use crate::cli::ExitStatus;
+use crate::cli::printer::Printer;
+use crate::config::Config;
+use crate::controller::Controller;
+use crate::error::Error;
+use std::sync::Arc;
+
+/// A host for a command that shows a session's tools: the controller and
+/// the profile it was given, or the exit status when the profile is not
+/// defined.
+type Profiled = Result<(Controller, Option<Arc<str>>), ExitStatus>;
+
+fn profiled_host(
+    config: Config,
+    profile: Option<String>,
+    printer: Printer,
+) -> Result<Profiled, Error> {
+    Ok(match profile_of(&config, profile, printer) {
+        Ok(profile) => Ok((Controller::new(config)?, profile)),
+        Err(status) => Err(status),
+    })
+}
+
+/// The profile a command was given, once the config is known to define
+/// it: at the command line a typo is a mistake to point out, where an
+/// agent's session would only see no tools.
+fn profile_of(
+    config: &Config,
+    profile: Option<String>,
+    printer: Printer,
+) -> Result<Option<Arc<str>>, ExitStatus> {
+    let Some(name) = profile else {
+        return Ok(None);
+    };
+    if config.profile_names().any(|defined| defined == name) {
+        return Ok(Some(Arc::from(name)));
+    }
+    let defined: Vec<_> = config.profile_names().map(|n| format!("`{n}`")).collect();
+    let hint = if defined.is_empty() {
+        "define it in the config, e.g. [profile.review] tools = [\"read_file\"]".to_owned()
+    } else {
+        format!("the config defines {}", defined.join(", "))
+    };
+    printer.error(
+        format!("the config defines no profile `{name}`"),
+        Some(&hint),
+    );
+    Err(ExitStatus::Error)
+}

@@ -3,14 +3,26 @@
 use crate::cli::ExitStatus;
 use crate::cli::printer::Printer;
 use crate::config::Config;
-use crate::controller::Controller;
 use crate::error::Error;
 use crate::export::{Format, export};
 
-pub fn run(config: Config, format: Format, printer: Printer) -> Result<ExitStatus, Error> {
-    let host = Controller::new(config)?;
+pub fn run(
+    config: Config,
+    format: Format,
+    profile: Option<String>,
+    printer: Printer,
+) -> Result<ExitStatus, Error> {
+    let (host, profile) = match super::profiled_host(config, profile, printer)? {
+        Ok(profiled) => profiled,
+        Err(status) => return Ok(status),
+    };
+    let set = host.config().tool_set(profile.as_deref());
     let registry = host.registry();
-    let (tools, refused) = export(format, registry.tools().map(|t| &t.spec));
+    let offered = registry
+        .tools()
+        .filter(|t| set.includes(&t.spec.name))
+        .map(|t| &t.spec);
+    let (tools, refused) = export(format, offered);
     printer.json(&tools);
     for r in &refused {
         printer.error(format!("`{}` left out: {}", r.tool, r.reason), None);

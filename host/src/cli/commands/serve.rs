@@ -46,6 +46,7 @@ pub fn listen_options(
         token,
         allowed_hosts: listen.allow_host,
         exposure,
+        profile: None,
     };
     if let Some(refusal) = options.refusal() {
         printer.error(
@@ -105,13 +106,18 @@ pub fn run(config: Config, args: ServeArgs, printer: Printer) -> Result<ExitStat
             Err(status) => return Ok(status),
         },
     };
+    let profile = match super::profile_of(&config, args.profile, printer) {
+        Ok(profile) => profile,
+        Err(status) => return Ok(status),
+    };
     let host = Arc::new(Controller::new(config)?);
     for failure in host.registry().failures() {
         tracing::warn!("{failure}");
     }
     let served = match http {
-        None => mcp::serve_stdio(host),
-        Some(options) => {
+        None => mcp::serve_stdio(host, profile),
+        Some(mut options) => {
+            options.profile = profile;
             let runtime = runtime()?;
             let _guard = runtime.enter();
             let (console, _announced) = console_beside(&host, &options);

@@ -11,14 +11,20 @@ use crate::turn::{parse, render};
 use serde_json::json;
 use std::io::Read;
 use std::path::Path;
+use std::sync::Arc;
 
 pub fn run(
     config: Config,
     input: &Path,
     session: Option<String>,
+    profile: Option<String>,
     json: bool,
     printer: Printer,
 ) -> Result<ExitStatus, Error> {
+    let profile = match super::profile_of(&config, profile, printer) {
+        Ok(profile) => profile,
+        Err(status) => return Ok(status),
+    };
     let text = if input == Path::new("-") {
         let mut text = String::new();
         std::io::stdin().read_to_string(&mut text).map(|_| text)
@@ -46,7 +52,14 @@ pub fn run(
     let session = session.map(SessionId::from).unwrap_or_default();
     let requests = calls
         .iter()
-        .map(|c| CallRequest::new(c.tool.clone(), c.args.clone()).in_session(session.clone()))
+        .map(|c| {
+            let request =
+                CallRequest::new(c.tool.clone(), c.args.clone()).in_session(session.clone());
+            match &profile {
+                Some(name) => request.with_profile(Arc::clone(name)),
+                None => request,
+            }
+        })
         .collect();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
