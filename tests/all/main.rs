@@ -24,6 +24,7 @@ mod pipeline;
 mod policy;
 mod profiles;
 mod registry;
+mod retry;
 mod sandbox;
 mod scheduler;
 mod sdk;

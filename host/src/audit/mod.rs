@@ -102,6 +102,8 @@ pub enum Event {
     /// One HTTP request the plugin sent or tried to send: method, origin,
     /// path (query values redacted), decision, status, bytes each way.
     Request(crate::egress::RequestRecord),
+    /// An attempt that failed and was run again (`[retry]`).
+    Retried(crate::sandbox::Retried),
     /// How the execution ended.
     Outcome {
         status: Status,
@@ -175,6 +177,7 @@ impl Event {
             Event::ApprovalDecided { .. } => "approval_decided",
             Event::ApprovalConsumed { .. } => "approval_consumed",
             Event::Request(_) => "request",
+            Event::Retried(_) => "retried",
             Event::Outcome { .. } => "outcome",
         }
     }

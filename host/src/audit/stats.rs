@@ -1,6 +1,6 @@
 //! How each tool behaves, computed from audit records alone (so it works on
 //! any segment of the log): calls and how they ended, refusals for
-//! duplicates and budgets, approvals, and the spread of duration, fuel and
+//! duplicates and budgets, retries, approvals, and the spread of duration, fuel and
 //! output size; per session, calls and the longest run of the same call
 //! repeated (a model that makes no progress). Reads records; never writes.
 
@@ -24,6 +24,8 @@ pub struct ToolStats {
     pub rates: BTreeMap<String, f64>,
     pub duplicates_refused: u64,
     pub budget_stops: u64,
+    /// Attempts that failed and were run again (`[retry]`).
+    pub retries: u64,
     pub approvals: ApprovalStats,
     /// Of the calls that ran.
     pub duration_us: Spread,
@@ -106,6 +108,10 @@ pub fn stats(records: &[Record]) -> Stats {
             "refused" => Some(text("code").unwrap_or("HOST_ERROR").to_owned()),
             "approval_asked" => {
                 tool.approvals.asked += 1;
+                None
+            }
+            "retried" => {
+                tool.retries += 1;
                 None
             }
             "approval_decided" => {
@@ -202,6 +208,12 @@ mod tests {
             call("a"),
             ran(100),
             call("a"),
+            record(
+                "s",
+                "t",
+                "retried",
+                json!({ "attempt": 1, "code": "TOOL_FAILED" }),
+            ),
             ran(300),
             call("a"),
             refused("DUPLICATE_CALL"),
@@ -217,7 +229,7 @@ mod tests {
         assert_eq!(t.calls, 5);
         assert_eq!(t.outcomes["ok"], 2);
         assert_eq!(t.rates["ok"], 0.4);
-        assert_eq!((t.duplicates_refused, t.budget_stops), (1, 1));
+        assert_eq!((t.duplicates_refused, t.budget_stops, t.retries), (1, 1, 1));
         assert_eq!(
             t.approvals,
             ApprovalStats {

@@ -33,6 +33,7 @@ use crate::limits::{Limits, LimitsSection};
 use crate::policy::{RuleDef, RuleSection};
 use crate::profile::{ProfileSection, Profiles};
 use crate::provenance::{PluginsSection, Provenance};
+use crate::sandbox::{Retry, RetrySection};
 use crate::scheduler::SchedulerSection;
 use crate::settings::{SettingError, bounded};
 use serde::Deserialize;
@@ -56,6 +57,7 @@ struct FileConfig {
     mcp: Option<McpSection>,
     #[serde(default)]
     scheduler: Option<Spanned<SchedulerSection>>,
+    retry: Option<Spanned<RetrySection>>,
     #[serde(default)]
     network: Option<Spanned<NetworkSection>>,
     #[serde(default)]
@@ -115,6 +117,7 @@ pub(super) struct Parsed {
     pub mcp_list_denied: bool,
     pub mcp_sessions: super::McpSessions,
     pub max_parallel: usize,
+    pub retry: Retry,
     pub network: NetworkSettings,
     pub credentials: Credentials,
     pub provenance: Provenance,
@@ -178,7 +181,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         message: e.message().to_owned(),
         hint: format!(
             "see the config format in the README: `[limits]` takes {}; `[approvals]` {}; \
-             `[audit]` {}; `[budget]` {}; `[mcp]` {}; `[scheduler]` {}; `[network]` {}; \
+             `[audit]` {}; `[budget]` {}; `[mcp]` {}; `[scheduler]` {}; `[retry]` {}; `[network]` {}; \
              each `[credential.NAME]` {}; `[plugins]` {}; each `[profile.NAME]` {}; each `[[rule]]` takes {}",
             LimitsSection::KEYS,
             ApprovalsSection::KEYS,
@@ -186,6 +189,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
             BudgetSection::KEYS,
             McpSection::KEYS,
             SchedulerSection::KEYS,
+            RetrySection::KEYS,
             NetworkSection::KEYS,
             CredentialSection::KEYS,
             PluginsSection::KEYS,
@@ -211,6 +215,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         SchedulerSection::resolve,
         crate::scheduler::default_parallelism,
     )?;
+    let retry = section(text, file.retry, RetrySection::resolve, Retry::default)?;
     let network = section(
         text,
         file.network,
@@ -245,6 +250,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         mcp_list_denied,
         mcp_sessions,
         max_parallel,
+        retry,
         network,
         credentials,
         provenance,

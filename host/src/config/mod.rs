@@ -73,6 +73,8 @@ pub struct Config {
     pub(crate) mcp_sessions: McpSessions,
     /// Parallel-safe calls of one turn that may run at once.
     pub(crate) max_parallel: usize,
+    /// Which failed calls run again, how often (`[retry]`).
+    pub(crate) retry: crate::sandbox::Retry,
     /// Limits, TLS roots and credentials of every call's requests (what a
     /// call may reach is in `policy`).
     pub(crate) egress: std::sync::Arc<crate::egress::Egress>,
@@ -347,6 +349,7 @@ impl ConfigBuilder {
             mcp_list_denied: parsed.mcp_list_denied,
             mcp_sessions: parsed.mcp_sessions,
             max_parallel: parsed.max_parallel,
+            retry: parsed.retry,
             egress: std::sync::Arc::new(egress),
             provenance: std::sync::Arc::new(parsed.provenance),
             profiles: parsed.profiles,

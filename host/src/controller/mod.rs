@@ -60,7 +60,7 @@ impl Controller {
         let records = Records::open(&config)?;
         let engine = config.engine()?;
         let registry = Registry::load(&config.plugins_dir, &engine)?;
-        let sandbox = Sandbox::new(engine);
+        let sandbox = Sandbox::new(engine, config.retry);
         let guards = Guards::new(
             config.sandbox,
             config.budget.clone(),
@@ -420,6 +420,9 @@ impl Controller {
         let execution = self.sandbox.run(prepared, cx).await;
         trail.execution = Some(reservation.executed(started.elapsed()));
         trail.fuel_used = execution.fuel_used;
+        trail
+            .events
+            .extend(execution.retried.into_iter().map(Event::Retried));
         trail
             .events
             .extend(execution.requests.into_iter().map(Event::Request));

@@ -9,10 +9,15 @@
 //! environment, no arguments, captured and
 //! capped stdio, fuel, a memory limit, a wall-clock deadline and
 //! cancellation; the store is dropped afterwards, whatever happened. It
-//! never decides whether a call may run.
+//! never decides whether a call may run. A call that failed where trying
+//! again cannot do harm is run again in a fresh store ([`retry`]), within
+//! the same deadline.
 
+mod retry;
 mod run;
 mod teardown;
+
+pub use retry::{Retried, Retry, RetrySection};
 
 pub use crate::engine::{RawOutput, ToolFailure};
 pub use run::RunContext;
@@ -20,8 +25,9 @@ pub use teardown::{defer_on_this_thread, finish_deferred};
 
 use crate::approval::PreparedCall;
 use crate::engine::Engine;
-use crate::outcome::CallError;
+use crate::outcome::{CallError, ErrorCode};
 use std::sync::Arc;
+use std::time::Instant;
 use tokio::sync::Semaphore;
 
 /// How a call ended inside the sandbox, before its output is checked.
@@ -32,6 +38,8 @@ pub struct Execution {
     pub fuel_used: Option<u64>,
     /// Every request the call sent or tried to send, in order.
     pub requests: Vec<crate::egress::RequestRecord>,
+    /// The attempts that failed and were tried again, in order.
+    pub retried: Vec<Retried>,
 }
 
 #[derive(Debug)]
@@ -39,12 +47,17 @@ pub struct Sandbox {
     engine: Engine,
     /// One permit per call instance the pool holds (`limits.max_instances`).
     slots: Arc<Semaphore>,
+    retry: Retry,
 }
 
 impl Sandbox {
-    pub fn new(engine: Engine) -> Sandbox {
+    pub fn new(engine: Engine, retry: Retry) -> Sandbox {
         let slots = Arc::new(Semaphore::new(engine.limits().max_instances as usize));
-        Sandbox { engine, slots }
+        Sandbox {
+            engine,
+            slots,
+            retry,
+        }
     }
 
     /// The engine plugins are loaded on.
@@ -59,6 +72,58 @@ impl Sandbox {
 
     /// Runs a prepared call to the end: returned, failed, or stopped.
     pub async fn run(&self, call: PreparedCall, cx: RunContext) -> Execution {
-        run::invoke(&self.engine, &self.slots, call, cx).await
+        let tool = call.tool();
+        let deadline = self.engine.limits().timeout_for(tool.spec.timeout_ms);
+        let began = Instant::now();
+        let mut fuel_used = None;
+        let mut requests = Vec::new();
+        let mut retried = Vec::new();
+        let mut attempt: u32 = 0;
+        loop {
+            attempt += 1;
+            let remaining = deadline.saturating_sub(began.elapsed());
+            let (mut execution, started) =
+                run::invoke(&self.engine, &self.slots, &call, &cx, remaining).await;
+            fuel_used = match (fuel_used, execution.fuel_used) {
+                (Some(before), Some(now)) => Some(before + now),
+                (before, now) => now.or(before),
+            };
+            requests.append(&mut execution.requests);
+            let backoff = self.retry.backoff_after(attempt);
+            let again = (attempt < self.retry.attempts)
+                .then(|| retry::retryable(&execution.result, started, tool.spec.effects))
+                .flatten()
+                .filter(|_| began.elapsed() + backoff < deadline);
+            let Some((code, message)) = again else {
+                return Execution {
+                    fuel_used,
+                    requests,
+                    retried,
+                    ..execution
+                };
+            };
+            tracing::debug!(tool = %tool.spec.name, attempt, code = code.as_str(), "trying the call again");
+            retried.push(Retried {
+                attempt,
+                code,
+                message: message.to_owned(),
+                backoff_ms: backoff.as_millis() as u64,
+            });
+            tokio::select! {
+                biased;
+                _ = cx.cancel.cancelled() => {
+                    return Execution {
+                        result: Err(CallError::new(
+                            ErrorCode::Cancelled,
+                            "the call was cancelled while waiting to try it again",
+                        )),
+                        fuel_used,
+                        requests,
+                        retried,
+                    };
+                }
+                _ = tokio::time::sleep(backoff) => {}
+            }
+        }
     }
 }

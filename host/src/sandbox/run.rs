@@ -1,7 +1,8 @@
 //! One call in one fresh `Store`: wait for a free instance, build the store
 //! from the call's grant, instantiate, invoke, classify how it ended, tear
-//! down. Takes a [`PreparedCall`] by value, so only a call every earlier
-//! step cleared reaches here, once.
+//! down, saying whether the plugin started. Borrows a [`PreparedCall`]
+//! from [`super::Sandbox::run`], which took it by value, so only a call
+//! every earlier step cleared reaches here.
 
 use super::Execution;
 use super::teardown::{Teardown, release};
@@ -26,11 +27,20 @@ pub struct RunContext {
 pub(super) async fn invoke(
     engine: &Engine,
     slots: &Arc<Semaphore>,
-    call: PreparedCall,
-    cx: RunContext,
-) -> Execution {
+    call: &PreparedCall,
+    cx: &RunContext,
+    timeout: std::time::Duration,
+) -> (Execution, bool) {
+    let not_started = |result| {
+        let execution = Execution {
+            result: Err(result),
+            fuel_used: None,
+            requests: Vec::new(),
+            retried: Vec::new(),
+        };
+        (execution, false)
+    };
     let tool = call.tool();
-    let timeout = engine.limits().timeout_for(tool.spec.timeout_ms);
     let fuel = engine.limits().fuel;
     // Beyond `max_instances` calls in flight, a call waits for an instance
     // (still cancellable) rather than failing; the wait is not run time.
@@ -40,28 +50,20 @@ pub(super) async fn invoke(
         Err(_) => tokio::select! {
             biased;
             _ = cx.cancel.cancelled() => {
-                return Execution {
-                    result: Err(CallError::new(
-                        ErrorCode::Cancelled,
-                        "the call was cancelled while waiting for a free sandbox; it did not run",
-                    )),
-                    fuel_used: None,
-                    requests: Vec::new(),
-                };
+                return not_started(CallError::new(
+                    ErrorCode::Cancelled,
+                    "the call was cancelled while waiting for a free sandbox; it did not run",
+                ));
             }
             slot = Arc::clone(slots).acquire_owned() => slot,
         },
     };
     // The semaphore is never closed.
     let Ok(slot) = slot else {
-        return Execution {
-            result: Err(CallError::new(
-                ErrorCode::HostError,
-                "the sandbox is shutting down; the call did not run",
-            )),
-            fuel_used: None,
-            requests: Vec::new(),
-        };
+        return not_started(CallError::new(
+            ErrorCode::HostError,
+            "the sandbox is shutting down; the call did not run",
+        ));
     };
     let host = HostState {
         tool: Arc::clone(&tool.name),
@@ -73,13 +75,7 @@ pub(super) async fn invoke(
     };
     let (mut store, pipes) = match new_store(engine, call.grant(), host, fuel, timeout) {
         Ok(created) => created,
-        Err(e) => {
-            return Execution {
-                result: Err(e),
-                fuel_used: None,
-                requests: Vec::new(),
-            };
-        }
+        Err(e) => return not_started(e),
     };
     let context = CallContext {
         call_id: cx.call_id.as_str().to_owned(),
@@ -109,9 +105,11 @@ pub(super) async fn invoke(
     let result = classify(outcome, &store, &pipes, timeout);
     let requests = store.data().requests();
     release(Teardown::new(store, slot));
-    Execution {
+    let execution = Execution {
         result,
         fuel_used,
         requests,
-    }
+        retried: Vec::new(),
+    };
+    (execution, true)
 }

@@ -88,8 +88,17 @@ pub fn stats(
         return Ok(ExitStatus::Success);
     }
     printer.out(format!(
-        "{:24} {:>6} {:>7}  {:>9} {:>9} {:>9}  {:>5} {:>6} {:>8}  outcomes",
-        "tool", "calls", "ok", "p50 ms", "p95 ms", "p99 ms", "dups", "budget", "approvals"
+        "{:24} {:>6} {:>7}  {:>9} {:>9} {:>9}  {:>5} {:>6} {:>7} {:>8}  outcomes",
+        "tool",
+        "calls",
+        "ok",
+        "p50 ms",
+        "p95 ms",
+        "p99 ms",
+        "dups",
+        "budget",
+        "retries",
+        "approvals"
     ));
     let ms = |us: u64| format!("{:.2}", us as f64 / 1e3);
     for (name, t) in &stats.tools {
@@ -102,7 +111,7 @@ pub fn stats(
             .collect();
         let a = &t.approvals;
         printer.out(format!(
-            "{name:24} {:>6} {:>6.1}%  {:>9} {:>9} {:>9}  {:>5} {:>6} {:>8}  {}",
+            "{name:24} {:>6} {:>6.1}%  {:>9} {:>9} {:>9}  {:>5} {:>6} {:>7} {:>8}  {}",
             t.calls,
             ok * 100.0,
             ms(t.duration_us.p50),
@@ -110,6 +119,7 @@ pub fn stats(
             ms(t.duration_us.p99),
             t.duplicates_refused,
             t.budget_stops,
+            t.retries,
             format!("{}/{}/{}/{}", a.asked, a.approved, a.denied, a.expired),
             outcomes.join(", ")
         ));
