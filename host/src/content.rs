@@ -6,7 +6,7 @@
 //!
 //! Binary data serializes as base64, as MCP carries it.
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 
 /// The bytes of an image or audio block, base64 in JSON.
@@ -26,6 +26,18 @@ impl Serialize for Bytes {
     }
 }
 
+/// Read back from a recorded outcome (see `idempotency`).
+impl<'de> Deserialize<'de> for Bytes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Bytes, D::Error> {
+        use base64::Engine;
+        let text = String::deserialize(d)?;
+        base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map(Bytes)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
 impl Bytes {
     pub fn base64(&self) -> String {
         use base64::Engine;
@@ -34,7 +46,7 @@ impl Bytes {
 }
 
 /// What an embedded resource holds.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "data", rename_all = "snake_case")]
 pub enum ResourceContents {
     Text(String),
@@ -42,7 +54,7 @@ pub enum ResourceContents {
 }
 
 /// One block of content for the model.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Block {
     Text {

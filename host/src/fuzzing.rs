@@ -90,6 +90,7 @@ fn fixture() -> &'static Fixture {
                 filesystem,
                 timeout_ms: None,
                 network: None,
+                keyed: false,
             };
             Some((spec, compiled))
         })

@@ -47,6 +47,7 @@ mod export;
 #[doc(hidden)]
 pub mod fuzzing;
 mod guards;
+mod idempotency;
 mod limits;
 mod materialize;
 mod mcp;

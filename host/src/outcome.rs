@@ -203,6 +203,10 @@ pub struct CallResult {
     /// Fuel the guest consumed; `None` if nothing ran, or the call was
     /// stopped (timeout, cancellation) and the count is not reliable.
     pub fuel_used: Option<u64>,
+    /// The call whose recorded output answered this one: a repeat of a
+    /// keyed call, which ran nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replayed_from: Option<String>,
 }
 
 impl CallResult {

@@ -27,7 +27,33 @@ pub struct CheckedOutput {
     blocks: Vec<Block>,
 }
 
+/// A checked output as the idempotency records keep it.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct RecordedOutput {
+    value: Value,
+    content: String,
+    blocks: Vec<Block>,
+}
+
 impl CheckedOutput {
+    /// What to keep to answer a repeat of this call.
+    pub fn record(&self) -> RecordedOutput {
+        RecordedOutput {
+            value: self.value.clone(),
+            content: self.content.clone(),
+            blocks: self.blocks.clone(),
+        }
+    }
+
+    /// An output [`check`] passed when the call first ran, answered again.
+    pub fn replay(recorded: RecordedOutput) -> CheckedOutput {
+        CheckedOutput {
+            value: recorded.value,
+            content: recorded.content,
+            blocks: recorded.blocks,
+        }
+    }
+
     /// The canonical value (valid against the tool's output schema), what
     /// the model reads (the tool's text, or the value as JSON), and the
     /// content blocks that follow it.

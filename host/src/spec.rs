@@ -157,6 +157,10 @@ pub struct ToolSpec {
     /// `None`: the tool reaches no network (every 0.1.0 tool).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub network: Option<NetworkNeed>,
+    /// Its plugin lists it in the optional `keyed` export: a repeat of the
+    /// same call answers with the recorded outcome instead of running.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub keyed: bool,
 }
 
 /// Whether `name` is a tool name every model API accepts.

@@ -48,6 +48,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "approval",
             "sandbox",
             "output",
+            "idempotency",
             "audit",
             "scheduler",
         ],

@@ -6,7 +6,7 @@
 use crate::harness::{ALLOW_ALL, TestHost, assert_code, assert_still_serves, call};
 use toolwarden::{Controller, ErrorCode, PluginError, SandboxMode, Status};
 use toolwarden_tests::{
-    CALC, FOREIGN_IMPORT, FS, HOSTILE, LYING_EFFECTS, SPIN_AT_LOAD, SPIN_AT_START,
+    CALC, FOREIGN_IMPORT, FS, HOSTILE, LYING_EFFECTS, LYING_KEYED, SPIN_AT_LOAD, SPIN_AT_START,
 };
 
 fn hostile_host(config: &str, sandbox: SandboxMode) -> (TestHost, Controller) {
@@ -29,6 +29,7 @@ fn loops_at_load_or_start_foreign_imports_and_lying_specs_are_refused_and_the_re
         SPIN_AT_START,
         FOREIGN_IMPORT,
         LYING_EFFECTS,
+        LYING_KEYED,
     ]);
     let host = t.controller();
     let registry = host.registry();
@@ -55,6 +56,11 @@ fn loops_at_load_or_start_foreign_imports_and_lying_specs_are_refused_and_the_re
     assert!(
         matches!(&liar.error(), PluginError::Spec { tool, problem } if tool == "innocent_reader" && problem.contains("workspace-write")),
         "{liar}"
+    );
+    let keyed = by_file("lying_keyed.wasm").to_string();
+    assert!(
+        keyed.contains("`keyed-tools` names `transfer_funds`, which `tools()` does not declare"),
+        "{keyed}"
     );
     assert_eq!(host.registry().tools().count(), 1, "calc still loads");
     assert_still_serves(&host);

@@ -15,6 +15,7 @@ mod faults;
 mod fuzz;
 mod guards;
 mod hostile;
+mod idempotency;
 mod limits;
 mod links;
 mod mcp;

@@ -102,6 +102,12 @@ pub enum Event {
     /// One HTTP request the plugin sent or tried to send: method, origin,
     /// path (query values redacted), decision, status, bytes each way.
     Request(crate::egress::RequestRecord),
+    /// A keyed call answered with the output a call under the same key
+    /// recorded: nothing ran.
+    Replayed {
+        key: String,
+        original_call_id: String,
+    },
     /// An attempt that failed and was run again (`[retry]`).
     Retried(crate::sandbox::Retried),
     /// How the execution ended.
@@ -178,6 +184,7 @@ impl Event {
             Event::ApprovalConsumed { .. } => "approval_consumed",
             Event::Request(_) => "request",
             Event::Retried(_) => "retried",
+            Event::Replayed { .. } => "replayed",
             Event::Outcome { .. } => "outcome",
         }
     }

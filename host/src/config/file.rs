@@ -29,6 +29,7 @@ use crate::audit::{AuditSection, AuditSettings};
 use crate::egress::{CredentialSection, Credentials, NetworkSection, NetworkSettings};
 use crate::error::Error;
 use crate::guards::{Budget, BudgetSection};
+use crate::idempotency::IdempotencySection;
 use crate::limits::{Limits, LimitsSection};
 use crate::policy::{RuleDef, RuleSection};
 use crate::profile::{ProfileSection, Profiles};
@@ -58,6 +59,7 @@ struct FileConfig {
     #[serde(default)]
     scheduler: Option<Spanned<SchedulerSection>>,
     retry: Option<Spanned<RetrySection>>,
+    idempotency: Option<Spanned<IdempotencySection>>,
     #[serde(default)]
     network: Option<Spanned<NetworkSection>>,
     #[serde(default)]
@@ -118,6 +120,7 @@ pub(super) struct Parsed {
     pub mcp_sessions: super::McpSessions,
     pub max_parallel: usize,
     pub retry: Retry,
+    pub idempotency_window: Duration,
     pub network: NetworkSettings,
     pub credentials: Credentials,
     pub provenance: Provenance,
@@ -181,7 +184,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         message: e.message().to_owned(),
         hint: format!(
             "see the config format in the README: `[limits]` takes {}; `[approvals]` {}; \
-             `[audit]` {}; `[budget]` {}; `[mcp]` {}; `[scheduler]` {}; `[retry]` {}; `[network]` {}; \
+             `[audit]` {}; `[budget]` {}; `[mcp]` {}; `[scheduler]` {}; `[retry]` {}; `[idempotency]` {}; `[network]` {}; \
              each `[credential.NAME]` {}; `[plugins]` {}; each `[profile.NAME]` {}; each `[[rule]]` takes {}",
             LimitsSection::KEYS,
             ApprovalsSection::KEYS,
@@ -190,6 +193,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
             McpSection::KEYS,
             SchedulerSection::KEYS,
             RetrySection::KEYS,
+            IdempotencySection::KEYS,
             NetworkSection::KEYS,
             CredentialSection::KEYS,
             PluginsSection::KEYS,
@@ -216,6 +220,12 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         crate::scheduler::default_parallelism,
     )?;
     let retry = section(text, file.retry, RetrySection::resolve, Retry::default)?;
+    let idempotency_window = section(
+        text,
+        file.idempotency,
+        IdempotencySection::resolve,
+        crate::idempotency::default_window,
+    )?;
     let network = section(
         text,
         file.network,
@@ -251,6 +261,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         mcp_sessions,
         max_parallel,
         retry,
+        idempotency_window,
         network,
         credentials,
         provenance,

@@ -75,6 +75,8 @@ pub struct Config {
     pub(crate) max_parallel: usize,
     /// Which failed calls run again, how often (`[retry]`).
     pub(crate) retry: crate::sandbox::Retry,
+    /// How long a keyed call's outcome answers repeats (`[idempotency]`).
+    pub(crate) idempotency_window: std::time::Duration,
     /// Limits, TLS roots and credentials of every call's requests (what a
     /// call may reach is in `policy`).
     pub(crate) egress: std::sync::Arc<crate::egress::Egress>,
@@ -350,6 +352,7 @@ impl ConfigBuilder {
             mcp_sessions: parsed.mcp_sessions,
             max_parallel: parsed.max_parallel,
             retry: parsed.retry,
+            idempotency_window: parsed.idempotency_window,
             egress: std::sync::Arc::new(egress),
             provenance: std::sync::Arc::new(parsed.provenance),
             profiles: parsed.profiles,

@@ -16,6 +16,7 @@ use crate::call::CallRequest;
 use crate::config::Config;
 use crate::error::Error;
 use crate::guards::Guards;
+use crate::idempotency::{self, Claimed, Keys};
 use crate::materialize::Arguments;
 use crate::outcome::{CallError, CallResult, ErrorCode, Status};
 use crate::output::{self, CheckedOutput};
@@ -43,6 +44,7 @@ pub struct Controller {
     guards: Guards,
     records: Records,
     sandbox: Sandbox,
+    keys: Keys,
 }
 
 /// What `inspect` reports about one plugin file.
@@ -68,7 +70,9 @@ impl Controller {
             Arc::clone(&config.egress),
         );
         let workspace = open_workspace(&config)?;
+        let keys = Keys::new(records.store(), config.idempotency_window);
         Ok(Controller {
+            keys,
             config,
             registry: RwLock::new(Arc::new(registry)),
             workspace,
@@ -320,6 +324,7 @@ impl Controller {
             duration_us,
             fuel_used: trail.fuel_used,
             trace: trail.trace.unwrap_or_default(),
+            replayed_from: trail.replayed_from,
         }
     }
 
@@ -375,6 +380,40 @@ impl Controller {
                 authorized.decision().reason
             )
         });
+        // A keyed call whose policy lets it run (or that brings the
+        // approval it ran under) may be answered from its key's record; a
+        // call that still needs a person's approval is not looked up.
+        let keyed = authorized.call().resolved().tool().spec.keyed
+            && (authorized.decision().verdict == Verdict::Allow || request.approval.is_some());
+        let claim = if keyed {
+            trail.begin("idempotency");
+            let key = idempotency::key(
+                request.session.as_str(),
+                &request.tool,
+                authorized.call().resolved().args().digest(),
+                request.approval.as_deref(),
+            );
+            match self.keys.claim(key.clone(), &request.call_id)? {
+                Claimed::Replay {
+                    original_call_id,
+                    output,
+                } => {
+                    trail.end(|| format!("answered with the output of `{original_call_id}`"));
+                    trail.events.push(Event::Replayed {
+                        key,
+                        original_call_id: original_call_id.clone(),
+                    });
+                    trail.replayed_from = Some(original_call_id);
+                    return Ok(output);
+                }
+                Claimed::Fresh(claim) => {
+                    trail.end(|| format!("key {} claimed", &claim.key()[..16]));
+                    Some(claim)
+                }
+            }
+        } else {
+            None
+        };
         trail.begin("guards");
         let (admitted, reservation) = self.guards.check(authorized, &request.session)?;
         trail.end(|| "sandbox mode, paths, budgets and duplicates: passed".into());
@@ -436,6 +475,9 @@ impl Controller {
         trail.begin("output");
         let checked = output::check(&tool, returned, self.config.limits.max_output_bytes)?;
         trail.end(|| "size and output schema: ok".into());
+        if let Some(claim) = claim {
+            claim.complete(&checked);
+        }
         Ok(checked)
     }
 }

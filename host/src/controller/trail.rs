@@ -27,6 +27,8 @@ pub(super) struct Trail {
     pub(super) trace: Option<Vec<TraceStep>>,
     /// The step under way, and since when.
     pub(super) step: Option<(&'static str, Instant)>,
+    /// The keyed call whose recorded output answered this one.
+    pub(super) replayed_from: Option<String>,
 }
 
 impl Trail {
@@ -44,6 +46,7 @@ impl Trail {
             ran_on: None,
             trace,
             step: None,
+            replayed_from: None,
         }
     }
 
@@ -75,7 +78,8 @@ impl Trail {
         value: Option<Value>,
         blocks: &[crate::content::Block],
     ) {
-        let last = match (error, self.ran) {
+        let answered = self.ran || (error.is_none() && self.replayed_from.is_some());
+        let last = match (error, answered) {
             (error, true) => Event::Outcome {
                 status,
                 code: error.as_ref().map(|e| e.code),

@@ -14,7 +14,7 @@ use crate::content::{Block, Bytes, ResourceContents};
 use crate::spec::{Effect, Effects, FsNeed, Risk};
 use std::fmt;
 use wasmtime::Store;
-use wasmtime::component::InstancePre;
+use wasmtime::component::{Instance, InstancePre};
 
 /// A version of the `toolwarden:tool` contract the host speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,6 +52,8 @@ pub(crate) struct DeclaredSpec {
     pub filesystem: FsNeed,
     pub timeout_ms: Option<u32>,
     pub network: Option<DeclaredNetwork>,
+    /// Listed by the optional `keyed` export (0.2.0).
+    pub keyed: bool,
 }
 
 /// The `network-need` of a 0.2.0 spec, unparsed.
@@ -130,6 +132,7 @@ macro_rules! declared {
                 Filesystem::WorkspaceWrite => FsNeed::WorkspaceWrite,
             },
             timeout_ms: spec.timeout_ms,
+            keyed: false,
         }
     }};
 }
@@ -199,6 +202,26 @@ macro_rules! invoke {
     }};
 }
 
+/// The export a plugin lists its keyed tools in (see `interface keyed`).
+const KEYED_EXPORT: &str = "toolwarden:tool/keyed@0.2.0";
+
+/// The tools the optional `keyed` export names; none when the plugin does
+/// not export it (every plugin built before it existed).
+async fn keyed_tools(
+    instance: &Instance,
+    store: &mut Store<CallState>,
+) -> wasmtime::Result<Vec<String>> {
+    let Some(keyed) = instance.get_export_index(&mut *store, None, KEYED_EXPORT) else {
+        return Ok(Vec::new());
+    };
+    let func = instance
+        .get_export_index(&mut *store, Some(&keyed), "keyed-tools")
+        .ok_or_else(|| wasmtime::format_err!("`{KEYED_EXPORT}` has no `keyed-tools` function"))?;
+    let func = instance.get_typed_func::<(), (Vec<String>,)>(&mut *store, &func)?;
+    let (names,) = func.call_async(&mut *store, ()).await?;
+    Ok(names)
+}
+
 /// Where a guest stopped when it failed: starting it is the host's
 /// business, what it does once started is the plugin's.
 pub(crate) enum Phase {
@@ -251,19 +274,40 @@ impl PluginPre {
                     .collect())
             }
             PluginPre::V0_2(pre) => {
-                let plugin = pre.instantiate_async(&mut *store).await.map_err(start)?;
+                let instance = pre
+                    .instance_pre()
+                    .instantiate_async(&mut *store)
+                    .await
+                    .map_err(start)?;
+                let plugin = v0_2::Plugin::new(&mut *store, &instance).map_err(start)?;
                 let specs = plugin.toolwarden_tool_tool().call_tools(&mut *store).await;
+                let keyed = keyed_tools(&instance, store).await.map_err(call)?;
                 let network = |spec: &v0_2::exports::toolwarden::tool::tool::ToolSpec| {
                     spec.network.as_ref().map(|need| DeclaredNetwork {
                         origins: need.origins.clone(),
                         credentials: need.credentials.clone(),
                     })
                 };
-                Ok(specs
+                let mut specs: Vec<DeclaredSpec> = specs
                     .map_err(call)?
                     .into_iter()
                     .map(|spec| declared!(v0_2, spec, network))
-                    .collect())
+                    .collect();
+                for name in keyed {
+                    match specs.iter_mut().find(|spec| spec.name == name) {
+                        Some(spec) => spec.keyed = true,
+                        None => {
+                            let shown: String = name.chars().take(64).collect();
+                            return Err((
+                                Phase::Call,
+                                wasmtime::format_err!(
+                                    "`keyed-tools` names `{shown}`, which `tools()` does not declare"
+                                ),
+                            ));
+                        }
+                    }
+                }
+                Ok(specs)
             }
         }
     }

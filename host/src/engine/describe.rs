@@ -189,5 +189,6 @@ fn convert_spec(spec: DeclaredSpec, limits: &Limits) -> Result<ToolSpec, PluginE
         risk: spec.risk,
         filesystem: spec.filesystem,
         timeout_ms: spec.timeout_ms,
+        keyed: spec.keyed,
     })
 }

@@ -294,11 +294,13 @@ impl Ledger {
 
 /// Whether the duplicate guard can refuse a repeat of this tool's calls:
 /// not when the config allows repeats, nor for a tool whose calls are
-/// read-only and idempotent. Only then are its calls counted per arguments.
+/// read-only and idempotent, nor for a keyed tool (its key answers a
+/// repeat of a call that succeeded, and lets one that failed run again).
+/// Only then are its calls counted per arguments.
 fn repeats_checked(budget: &Budget, tool: &Tool) -> bool {
     let harmless = tool.spec.effects.contains(Effect::ReadOnly)
         && tool.spec.effects.contains(Effect::Idempotent);
-    !budget.allow_duplicate_calls && !harmless
+    !budget.allow_duplicate_calls && !harmless && !tool.spec.keyed
 }
 
 /// `digest` is given when the duplicate guard applies to the call.

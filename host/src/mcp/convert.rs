@@ -81,12 +81,15 @@ fn block(block: Block) -> ContentBlock {
 /// details in `_meta.toolwarden`. Takes the result whole: its value and text
 /// move into the answer.
 pub(super) fn result(r: CallResult) -> CallToolResult {
-    let meta = json!({
+    let mut meta = json!({
         "call_id": r.call_id,
         "status": r.status.as_str(),
         "code": r.error.as_ref().map(|e| e.code.as_str()),
         "approval_id": r.approval_id,
     });
+    if let Some(original) = &r.replayed_from {
+        meta["replayed_from"] = json!(original);
+    }
     let mut meta_object = Map::new();
     meta_object.insert("toolwarden".into(), meta);
     let mut out = match (r.value, &r.error) {

@@ -14,6 +14,7 @@ fn spec(name: &str) -> ToolSpec {
         filesystem: FsNeed::None,
         timeout_ms: None,
         network: None,
+        keyed: false,
     }
 }
 

@@ -1,6 +1,7 @@
 //! SQLite: the host's one database, `toolwarden.db` in the state directory.
 //!
-//! Holds the audit log, approvals and the executions that budgets count.
+//! Holds the audit log, approvals, the executions that budgets count and
+//! the outcomes of keyed calls.
 //! Knows SQL and its own row types, not the pipeline's; `audit`, `approval`
 //! and `guards` convert at their side. WAL mode with `synchronous = FULL`:
 //! a committed approval or audit record survives a crash or SIGKILL. Several
@@ -10,11 +11,13 @@ mod approvals;
 mod audit;
 mod executions;
 mod head;
+mod keys;
 
 pub use approvals::{ApprovalRow, ApprovalState, Binding, Consumed};
 pub use audit::{AuditFilter, AuditRow, GENESIS, NewAuditRow};
 pub use executions::ExecutionRow;
 pub use head::{HEAD_FILE, Head};
+pub use keys::KeyState;
 
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
@@ -26,7 +29,7 @@ pub const DB_FILE: &str = "toolwarden.db";
 /// How long a writer waits for another process's transaction.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bump with every migration below.
-const SCHEMA_VERSION: i64 = 4;
+const SCHEMA_VERSION: i64 = 5;
 
 const MIGRATION_1: &str = "
 CREATE TABLE audit (
@@ -86,6 +89,18 @@ ALTER TABLE approvals ADD COLUMN rules TEXT NOT NULL DEFAULT '';
 /// before profiles existed were asked with none.
 const MIGRATION_4: &str = "
 ALTER TABLE approvals ADD COLUMN profile TEXT NOT NULL DEFAULT '';
+";
+
+/// Outcomes of keyed calls (see `idempotency`): a row is claimed (`output`
+/// null) before the call runs and holds its checked output once it
+/// succeeded.
+const MIGRATION_5: &str = "
+CREATE TABLE idempotency (
+    key        TEXT PRIMARY KEY,
+    call_id    TEXT NOT NULL,
+    output     TEXT,
+    created_ms INTEGER NOT NULL
+);
 ";
 
 /// A database failure, with the file it concerns.
@@ -190,6 +205,7 @@ impl Store {
             (2, MIGRATION_2),
             (3, MIGRATION_3),
             (4, MIGRATION_4),
+            (5, MIGRATION_5),
         ] {
             if version >= to {
                 continue;

@@ -51,7 +51,7 @@ use std::path::{Path, PathBuf};
 pub mod bindings {
     wit_bindgen::generate!({
         path: "../../wit",
-        world: "plugin",
+        world: "keyed-plugin",
         pub_export_macro: true,
         export_macro_name: "export_component",
         default_bindings_module: "toolwarden_plugin::bindings",
@@ -337,6 +337,7 @@ pub struct Tool {
     timeout_ms: Option<u32>,
     origins: Vec<String>,
     credentials: Vec<String>,
+    keyed: bool,
     handler: Handler,
 }
 
@@ -367,6 +368,7 @@ impl Tool {
             timeout_ms: None,
             origins: Vec::new(),
             credentials: Vec::new(),
+            keyed: false,
             handler: Box::new(move |args, ctx| {
                 let args: A = serde_json::from_str(args).map_err(|e| {
                     ToolError::InvalidArgs(format!(
@@ -436,6 +438,16 @@ impl Tool {
         self
     }
 
+    /// Makes the tool take effect once per key: the host derives a key
+    /// from the session, the tool, the arguments and the approval, and
+    /// answers a repeat with the output the first successful call
+    /// returned, without running the tool again. For writes a model may
+    /// repeat (create an issue, append an entry); never for reads.
+    pub fn keyed(mut self) -> Tool {
+        self.keyed = true;
+        self
+    }
+
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -500,6 +512,14 @@ pub mod __private {
         tools.iter().map(Tool::spec).collect()
     }
 
+    pub fn keyed(tools: Vec<Tool>) -> Vec<String> {
+        tools
+            .into_iter()
+            .filter(|t| t.keyed)
+            .map(|t| t.name)
+            .collect()
+    }
+
     pub fn invoke(
         tools: Vec<Tool>,
         name: &str,
@@ -550,6 +570,12 @@ macro_rules! export {
                 $crate::ToolError,
             > {
                 $crate::__private::invoke($tools(), &name, &args_json, ctx)
+            }
+        }
+
+        impl $crate::bindings::exports::toolwarden::tool::keyed::Guest for __ToolwardenPlugin {
+            fn keyed_tools() -> ::std::vec::Vec<::std::string::String> {
+                $crate::__private::keyed($tools())
             }
         }
 

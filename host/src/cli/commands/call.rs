@@ -133,6 +133,11 @@ fn print(result: &CallResult, json: bool, printer: Printer) {
             step.outcome
         ));
     }
+    if let Some(original) = &result.replayed_from {
+        printer.note(format!(
+            "answered with the recorded output of call `{original}`: the tool takes effect once per key and did not run again"
+        ));
+    }
     match (&result.content, &result.error) {
         (Some(content), _) => {
             printer.out(content);

@@ -49,6 +49,7 @@ pub fn run(
                     "filesystem": tool.spec.filesystem,
                     "effects": tool.spec.effects,
                     "network": tool.spec.network,
+                    "keyed": tool.spec.keyed,
                     "granted_network": host.config().policy_network(tool),
                     "decision": decision.verdict,
                     "depends_on_args": decision.depends_on_args,

@@ -1,0 +1,121 @@
+//! The `idempotency` table: one row per key of a keyed call, claimed
+//! before the call runs, holding its output once it succeeded. A claim is
+//! one `INSERT`: of two processes racing with one key, one runs the call.
+
+use super::{Store, StoreError};
+use rusqlite::{OptionalExtension, params};
+
+/// What the table holds for a key, within the window asked about.
+#[derive(Debug, PartialEq, Eq)]
+pub enum KeyState {
+    /// Nothing: this caller now holds the claim.
+    Claimed,
+    /// Another call holds it and has not finished.
+    Running { call_id: String },
+    /// A call succeeded under it: its id and recorded output.
+    Done { call_id: String, output: String },
+}
+
+impl Store {
+    /// Claims `key` for `call_id` unless a row newer than `since_ms` holds
+    /// it; an older row is the past and is replaced.
+    pub fn claim_key(
+        &self,
+        key: &str,
+        call_id: &str,
+        since_ms: i64,
+        now_ms: i64,
+    ) -> Result<KeyState, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| self.error(e))?;
+        let held: Option<(String, Option<String>)> = tx
+            .query_row(
+                "SELECT call_id, output FROM idempotency WHERE key = ?1 AND created_ms >= ?2",
+                params![key, since_ms],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(|e| self.error(e))?;
+        let state = match held {
+            Some((call_id, Some(output))) => KeyState::Done { call_id, output },
+            Some((call_id, None)) => KeyState::Running { call_id },
+            None => {
+                tx.execute(
+                    "INSERT OR REPLACE INTO idempotency (key, call_id, output, created_ms) \
+                     VALUES (?1, ?2, NULL, ?3)",
+                    params![key, call_id, now_ms],
+                )
+                .map_err(|e| self.error(e))?;
+                KeyState::Claimed
+            }
+        };
+        tx.commit().map_err(|e| self.error(e))?;
+        Ok(state)
+    }
+
+    /// Records the output of the call holding `key`.
+    pub fn complete_key(&self, key: &str, call_id: &str, output: &str) -> Result<(), StoreError> {
+        self.conn()
+            .execute(
+                "UPDATE idempotency SET output = ?3 WHERE key = ?1 AND call_id = ?2",
+                params![key, call_id, output],
+            )
+            .map(drop)
+            .map_err(|e| self.error(e))
+    }
+
+    /// Gives up the claim of a call that did not succeed: the next call
+    /// with the key runs.
+    pub fn release_key(&self, key: &str, call_id: &str) -> Result<(), StoreError> {
+        self.conn()
+            .execute(
+                "DELETE FROM idempotency WHERE key = ?1 AND call_id = ?2 AND output IS NULL",
+                params![key, call_id],
+            )
+            .map(drop)
+            .map_err(|e| self.error(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_is_claimed_once_done_once_and_forgotten_after_its_window() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(
+            store.claim_key("k", "c1", 0, 100).unwrap(),
+            KeyState::Claimed
+        );
+        assert_eq!(
+            store.claim_key("k", "c2", 0, 101).unwrap(),
+            KeyState::Running {
+                call_id: "c1".into()
+            }
+        );
+        store.complete_key("k", "c2", "{}").unwrap();
+        store.complete_key("k", "c1", "{\"v\":1}").unwrap();
+        store.release_key("k", "c1").unwrap();
+        assert_eq!(
+            store.claim_key("k", "c3", 50, 102).unwrap(),
+            KeyState::Done {
+                call_id: "c1".into(),
+                output: "{\"v\":1}".into()
+            },
+            "another call cannot complete or release a claim it does not hold"
+        );
+        assert_eq!(
+            store.claim_key("k", "c4", 101, 200).unwrap(),
+            KeyState::Claimed
+        );
+        store.release_key("k", "c4").unwrap();
+        assert_eq!(
+            store.claim_key("k", "c5", 101, 201).unwrap(),
+            KeyState::Claimed
+        );
+    }
+}
