@@ -83,7 +83,7 @@ impl Sandbox {
             attempt += 1;
             let remaining = deadline.saturating_sub(began.elapsed());
             let (mut execution, started) =
-                run::invoke(&self.engine, &self.slots, &call, &cx, remaining).await;
+                run::invoke(&self.engine, &self.slots, &call, &cx, deadline, remaining).await;
             fuel_used = match (fuel_used, execution.fuel_used) {
                 (Some(before), Some(now)) => Some(before + now),
                 (before, now) => now.or(before),

@@ -24,11 +24,14 @@ pub struct RunContext {
     pub progress: Option<ProgressSink>,
 }
 
+/// One attempt at `call`, stopped after `timeout` (what is left of the
+/// call's `deadline`). Also says whether the plugin was started.
 pub(super) async fn invoke(
     engine: &Engine,
     slots: &Arc<Semaphore>,
     call: &PreparedCall,
     cx: &RunContext,
+    deadline: std::time::Duration,
     timeout: std::time::Duration,
 ) -> (Execution, bool) {
     let not_started = |result| {
@@ -102,7 +105,9 @@ pub(super) async fn invoke(
         Err(_) => None,
     };
     log_stdio(&pipes, &tool.spec.name, cx.call_id.as_str());
-    let result = classify(outcome, &store, &pipes, timeout);
+    // A stopped call is reported against its deadline, not against what
+    // was left of it for this attempt.
+    let result = classify(outcome, &store, &pipes, deadline);
     let requests = store.data().requests();
     release(Teardown::new(store, slot));
     let execution = Execution {
