@@ -16,7 +16,8 @@ pub const MAX_ARGS_BYTES: usize = 4 << 20;
 /// A fresh uuid v7 (time-ordered), in its hyphenated form, allocated once.
 /// The id is cloned into every step and record of a call, so it is shared
 /// rather than copied.
-fn fresh_id() -> Arc<str> {
+/// A fresh, time-ordered id (UUID v7), as text.
+pub(crate) fn fresh_id() -> Arc<str> {
     let mut text = uuid::Uuid::encode_buffer();
     Arc::from(&*uuid::Uuid::now_v7().hyphenated().encode_lower(&mut text))
 }
@@ -168,6 +169,9 @@ pub struct CallRequest {
     pub approval: Option<String>,
     /// The tool set (`[profile.NAME]`) the session declared; none: every tool.
     pub profile: Option<Arc<str>>,
+    /// The model turn the call belongs to, when it came in a batch
+    /// (`handle_batch` gives each batch one): for `audit stats`.
+    pub turn: Option<Arc<str>>,
     pub tracing: Tracing,
 }
 
@@ -192,6 +196,7 @@ impl CallRequest {
             progress: None,
             approval: None,
             profile: None,
+            turn: None,
             tracing: Tracing::Off,
         }
     }

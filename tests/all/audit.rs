@@ -491,3 +491,43 @@ fn stats_count_a_known_sequence_of_calls() {
     let (code, _, stderr) = run_cli(t.cli().args(["audit", "stats", "--since", "yesterday"]));
     assert_eq!(code, 2, "{stderr}");
 }
+
+#[test]
+fn stats_count_model_turns_and_calls_per_turn() {
+    let t = host();
+    let add = |id: &str, a: u32| {
+        format!(
+            r#"{{"id":"{id}","type":"function","function":{{"name":"calc","arguments":"{{\"op\":\"add\",\"a\":{a},\"b\":1}}"}}}}"#
+        )
+    };
+    let turns = [
+        format!("[{},{},{}]", add("c1", 1), add("c2", 2), add("c3", 3)),
+        format!("[{}]", add("c4", 4)),
+    ];
+    for turn in &turns {
+        let (code, _, stderr) = crate::harness::run_cli_with_stdin(
+            t.cli().args(["turn", "-", "--session", "agent"]),
+            turn.as_bytes(),
+        );
+        assert_eq!(code, 0, "{stderr}");
+    }
+    // A call on its own belongs to no turn.
+    let (code, _, _) = run_cli(t.cli().args([
+        "call",
+        "calc",
+        r#"{"op":"add","a":9,"b":1}"#,
+        "--session",
+        "agent",
+    ]));
+    assert_eq!(code, 0);
+    let (_, stdout, _) = run_cli(t.cli().args(["audit", "stats", "--json"]));
+    let session = &json(&stdout)["sessions"]["agent"];
+    assert_eq!(session["calls"], 5, "{session}");
+    assert_eq!(session["turns"], 2, "{session}");
+    assert_eq!(session["calls_per_turn"], 2.0, "{session}");
+    let (_, stdout, _) = run_cli(t.cli().args(["audit", "stats"]));
+    assert!(
+        stdout.contains("model turns: 2, 2.00 calls per turn"),
+        "{stdout}"
+    );
+}

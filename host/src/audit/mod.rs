@@ -63,6 +63,9 @@ pub enum Event {
         /// The tool set the session declared, if any.
         #[serde(skip_serializing_if = "Option::is_none")]
         profile: Option<Arc<str>>,
+        /// The model turn it came in, if it came in a batch.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        turn: Option<Arc<str>>,
     },
     /// Path arguments that lead somewhere other than they read, and URL
     /// arguments with their canonical form: the plugin receives the

@@ -50,9 +50,14 @@ pub struct Spread {
     pub p99: u64,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct SessionStats {
     pub calls: u64,
+    /// Model turns its calls came in (`turn`, or a library batch); calls
+    /// made one at a time (MCP, `call`) belong to none.
+    pub turns: u64,
+    /// Calls per turn, over the calls that came in one; 0 without turns.
+    pub calls_per_turn: f64,
     /// The most times in a row one tool was called with the same
     /// arguments.
     pub longest_repeat: u64,
@@ -93,6 +98,8 @@ pub fn stats(records: &[Record]) -> Stats {
     let mut stats = Stats::default();
     let mut samples: BTreeMap<String, Samples> = BTreeMap::new();
     let mut streaks: BTreeMap<String, Streak> = BTreeMap::new();
+    // Per session: its turns, and the calls that came in one.
+    let mut turns: BTreeMap<String, (std::collections::BTreeSet<String>, u64)> = BTreeMap::new();
     for record in records {
         let tool = stats.tools.entry(record.tool.clone()).or_default();
         let text = |key: &str| record.data.get(key).and_then(|v| v.as_str());
@@ -131,6 +138,11 @@ pub fn stats(records: &[Record]) -> Stats {
                     1
                 };
                 streak.last = Some(this);
+                if let Some(turn) = text("turn") {
+                    let (seen, calls) = turns.entry(record.session.clone()).or_default();
+                    seen.insert(turn.to_owned());
+                    *calls += 1;
+                }
                 let session = stats.sessions.entry(record.session.clone()).or_default();
                 session.calls += 1;
                 session.longest_repeat = session.longest_repeat.max(streak.length);
@@ -147,6 +159,12 @@ pub fn stats(records: &[Record]) -> Stats {
                 _ => {}
             }
             *tool.outcomes.entry(outcome).or_default() += 1;
+        }
+    }
+    for (id, (seen, calls)) in turns {
+        if let Some(session) = stats.sessions.get_mut(&id) {
+            session.turns = seen.len() as u64;
+            session.calls_per_turn = (calls as f64 / seen.len() as f64 * 100.0).round() / 100.0;
         }
     }
     for (name, tool) in &mut stats.tools {
@@ -244,8 +262,33 @@ mod tests {
             stats.sessions["s"],
             SessionStats {
                 calls: 5,
+                turns: 0,
+                calls_per_turn: 0.0,
                 longest_repeat: 3
             }
         );
+    }
+
+    #[test]
+    fn calls_per_turn_count_only_calls_that_came_in_a_turn() {
+        let in_turn = |turn: &str| {
+            record(
+                "s",
+                "t",
+                "call",
+                json!({ "args_digest": turn, "turn": turn }),
+            )
+        };
+        let alone = record("s", "t", "call", json!({ "args_digest": "x" }));
+        let records = vec![
+            in_turn("1"),
+            in_turn("1"),
+            in_turn("1"),
+            alone,
+            in_turn("2"),
+        ];
+        let session = &stats(&records).sessions["s"];
+        assert_eq!((session.calls, session.turns), (5, 2));
+        assert_eq!(session.calls_per_turn, 2.0);
     }
 }

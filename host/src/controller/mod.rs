@@ -210,6 +210,10 @@ impl Controller {
     /// everything else alone (see [`crate::scheduler`]). Results come back in
     /// call order. Calls beyond `budget.max_calls_per_turn` do not run.
     pub async fn handle_batch(&self, mut calls: Vec<CallRequest>) -> Vec<CallResult> {
+        let turn = crate::call::fresh_id();
+        for call in &mut calls {
+            call.turn.get_or_insert_with(|| Arc::clone(&turn));
+        }
         let over = match self.config.budget.max_calls_per_turn {
             Some(max) if calls.len() as u64 > max => calls.split_off(max as usize),
             Some(_) | None => Vec::new(),
@@ -346,6 +350,7 @@ impl Controller {
             args: args.shared_value(),
             args_digest: args.shared_digest(),
             profile: request.profile.clone(),
+            turn: request.turn.clone(),
         });
         trail.begin("resolve");
         let tools = self.config.tool_set(request.profile.as_deref());

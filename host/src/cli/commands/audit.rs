@@ -124,6 +124,18 @@ pub fn stats(
             outcomes.join(", ")
         ));
     }
+    let turns: u64 = stats.sessions.values().map(|s| s.turns).sum();
+    if turns > 0 {
+        let in_turns: f64 = stats
+            .sessions
+            .values()
+            .map(|s| s.calls_per_turn * s.turns as f64)
+            .sum();
+        printer.out(format!(
+            "model turns: {turns}, {:.2} calls per turn",
+            in_turns / turns as f64
+        ));
+    }
     let repeating: Vec<String> = stats
         .sessions
         .iter()
