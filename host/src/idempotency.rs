@@ -6,7 +6,8 @@
 //! The first call claims the key; a repeat within the window is answered
 //! with the recorded output and runs nothing; a repeat while the first
 //! still runs is refused (`DUPLICATE_CALL`). A call that did not succeed
-//! gives its claim up, so the next one runs.
+//! gives its claim up, so the next one runs; a claim whose process died
+//! lapses once the call could no longer be running.
 //!
 //! Owns the `[idempotency]` table and the claims; decides nothing about
 //! whether a call may run (the policy did that before it is asked).
@@ -63,11 +64,20 @@ pub fn key(session: &str, tool: &str, args_digest: &str, approval: Option<&str>)
     hex::encode(hash.finalize())
 }
 
+/// How long past the longest a call can run a claim is still honoured:
+/// generous, because waiting for a free sandbox (`limits.max_instances`)
+/// does not count against a call's deadline, and a claim that lapsed while
+/// its call still waited would let the key run twice.
+const CLAIM_SLACK: Duration = Duration::from_secs(10 * 60);
+
 /// The recorded outcomes of keyed calls.
 #[derive(Debug)]
 pub struct Keys {
     store: Arc<Store>,
     window: Duration,
+    /// How long a claim without an output holds its key: a call that
+    /// claimed longer ago cannot still be running (its process died).
+    lease: Duration,
 }
 
 /// What a keyed call found under its key.
@@ -92,14 +102,20 @@ pub struct Claim {
 }
 
 impl Keys {
-    pub fn new(store: Arc<Store>, window: Duration) -> Keys {
-        Keys { store, window }
+    /// `longest_run`: the longest a call may run (`limits.timeout_ms`).
+    pub fn new(store: Arc<Store>, window: Duration, longest_run: Duration) -> Keys {
+        Keys {
+            store,
+            window,
+            lease: longest_run + CLAIM_SLACK,
+        }
     }
 
     /// Claims `key` for `call_id`, or finds what holds it.
     pub fn claim(&self, key: String, call_id: &CallId) -> Result<Claimed, CallError> {
         let now = now_ms();
         let since = now.saturating_sub(self.window.as_millis() as i64);
+        let claimed_since = now.saturating_sub(self.lease.as_millis() as i64).max(since);
         let unavailable = |e: &dyn std::fmt::Display| {
             CallError::new(
                 ErrorCode::HostError,
@@ -108,7 +124,7 @@ impl Keys {
         };
         match self
             .store
-            .claim_key(&key, call_id.as_str(), since, now)
+            .claim_key(&key, call_id.as_str(), since, claimed_since, now)
             .map_err(|e| unavailable(&e))?
         {
             KeyState::Claimed => Ok(Claimed::Fresh(Claim {

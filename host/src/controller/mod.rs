@@ -70,7 +70,11 @@ impl Controller {
             Arc::clone(&config.egress),
         );
         let workspace = open_workspace(&config)?;
-        let keys = Keys::new(records.store(), config.idempotency_window);
+        let keys = Keys::new(
+            records.store(),
+            config.idempotency_window,
+            config.limits.timeout,
+        );
         Ok(Controller {
             keys,
             config,

@@ -17,13 +17,16 @@ pub enum KeyState {
 }
 
 impl Store {
-    /// Claims `key` for `call_id` unless a row newer than `since_ms` holds
-    /// it; an older row is the past and is replaced.
+    /// Claims `key` for `call_id` unless a recorded output newer than
+    /// `since_ms`, or a claim newer than `claimed_since_ms`, holds it; an
+    /// older row is the past (a claim that old belongs to a call that can
+    /// no longer be running: its process died) and is replaced.
     pub fn claim_key(
         &self,
         key: &str,
         call_id: &str,
         since_ms: i64,
+        claimed_since_ms: i64,
         now_ms: i64,
     ) -> Result<KeyState, StoreError> {
         let mut conn = self.conn();
@@ -32,8 +35,9 @@ impl Store {
             .map_err(|e| self.error(e))?;
         let held: Option<(String, Option<String>)> = tx
             .query_row(
-                "SELECT call_id, output FROM idempotency WHERE key = ?1 AND created_ms >= ?2",
-                params![key, since_ms],
+                "SELECT call_id, output FROM idempotency WHERE key = ?1 AND \
+                 created_ms >= CASE WHEN output IS NULL THEN ?3 ELSE ?2 END",
+                params![key, since_ms, claimed_since_ms],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .optional()
@@ -88,11 +92,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         assert_eq!(
-            store.claim_key("k", "c1", 0, 100).unwrap(),
+            store.claim_key("k", "c1", 0, 0, 100).unwrap(),
             KeyState::Claimed
         );
         assert_eq!(
-            store.claim_key("k", "c2", 0, 101).unwrap(),
+            store.claim_key("k", "c2", 0, 0, 101).unwrap(),
             KeyState::Running {
                 call_id: "c1".into()
             }
@@ -101,7 +105,7 @@ mod tests {
         store.complete_key("k", "c1", "{\"v\":1}").unwrap();
         store.release_key("k", "c1").unwrap();
         assert_eq!(
-            store.claim_key("k", "c3", 50, 102).unwrap(),
+            store.claim_key("k", "c3", 50, 101, 102).unwrap(),
             KeyState::Done {
                 call_id: "c1".into(),
                 output: "{\"v\":1}".into()
@@ -109,13 +113,35 @@ mod tests {
             "another call cannot complete or release a claim it does not hold"
         );
         assert_eq!(
-            store.claim_key("k", "c4", 101, 200).unwrap(),
+            store.claim_key("k", "c4", 101, 101, 200).unwrap(),
             KeyState::Claimed
         );
         store.release_key("k", "c4").unwrap();
         assert_eq!(
-            store.claim_key("k", "c5", 101, 201).unwrap(),
+            store.claim_key("k", "c5", 101, 101, 201).unwrap(),
             KeyState::Claimed
+        );
+    }
+
+    #[test]
+    fn a_claim_left_by_a_dead_process_lapses_before_the_window_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(
+            store.claim_key("k", "dead", 0, 0, 100).unwrap(),
+            KeyState::Claimed
+        );
+        assert_eq!(
+            store.claim_key("k", "c2", 0, 100, 150).unwrap(),
+            KeyState::Running {
+                call_id: "dead".into()
+            },
+            "within the lease it may still run"
+        );
+        assert_eq!(
+            store.claim_key("k", "c3", 0, 101, 250).unwrap(),
+            KeyState::Claimed,
+            "past the lease it cannot: the key is free again"
         );
     }
 }
