@@ -16,7 +16,6 @@ pub const MAX_ARGS_BYTES: usize = 4 << 20;
 /// A fresh uuid v7 (time-ordered), in its hyphenated form, allocated once.
 /// The id is cloned into every step and record of a call, so it is shared
 /// rather than copied.
-/// A fresh, time-ordered id (UUID v7), as text.
 pub(crate) fn fresh_id() -> Arc<str> {
     let mut text = uuid::Uuid::encode_buffer();
     Arc::from(&*uuid::Uuid::now_v7().hyphenated().encode_lower(&mut text))

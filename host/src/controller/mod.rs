@@ -169,8 +169,7 @@ impl Controller {
         let list_denied = self.config.mcp_list_denied();
         let set = self.config.tool_set(profile);
         self.registry()
-            .tools()
-            .filter(|tool| set.includes(&tool.spec.name))
+            .tools_in(&set)
             .filter(|tool| {
                 let decision = self.decision(tool);
                 list_denied || decision.depends_on_args || decision.verdict != Verdict::Deny

@@ -252,6 +252,11 @@ impl Registry {
         self.tools.values()
     }
 
+    /// The tools a session with tool set `set` sees, in name order.
+    pub fn tools_in<'a>(&'a self, set: &'a ToolSet<'_>) -> impl Iterator<Item = &'a Arc<Tool>> {
+        self.tools().filter(|tool| set.includes(&tool.spec.name))
+    }
+
     pub fn get(&self, name: &str) -> Option<&Arc<Tool>> {
         self.tools.get(name)
     }
@@ -277,12 +282,7 @@ impl Registry {
             .get(name)
             .filter(|_| set.includes(name))
             .ok_or_else(|| {
-                let known: Vec<&str> = self
-                    .tools
-                    .keys()
-                    .map(String::as_str)
-                    .filter(|t| set.includes(t))
-                    .collect();
+                let known: Vec<&str> = self.tools_in(set).map(|t| t.spec.name.as_str()).collect();
                 CallError::new(
                     ErrorCode::UnknownTool,
                     format!(

@@ -22,8 +22,7 @@ pub fn run(
     }
     let set = host.config().tool_set(profile.as_deref());
     let rows: Vec<_> = registry
-        .tools()
-        .filter(|tool| set.includes(&tool.spec.name))
+        .tools_in(&set)
         .map(|tool| {
             let decision = host.decision(tool);
             let plugin = tool

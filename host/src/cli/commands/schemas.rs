@@ -18,10 +18,7 @@ pub fn run(
     };
     let set = host.config().tool_set(profile.as_deref());
     let registry = host.registry();
-    let offered = registry
-        .tools()
-        .filter(|t| set.includes(&t.spec.name))
-        .map(|t| &t.spec);
+    let offered = registry.tools_in(&set).map(|t| &t.spec);
     let (tools, refused) = export(format, offered);
     printer.json(&tools);
     for r in &refused {

@@ -11,7 +11,6 @@ use crate::turn::{parse, render};
 use serde_json::json;
 use std::io::Read;
 use std::path::Path;
-use std::sync::Arc;
 
 pub fn run(
     config: Config,
@@ -53,12 +52,10 @@ pub fn run(
     let requests = calls
         .iter()
         .map(|c| {
-            let request =
+            let mut request =
                 CallRequest::new(c.tool.clone(), c.args.clone()).in_session(session.clone());
-            match &profile {
-                Some(name) => request.with_profile(Arc::clone(name)),
-                None => request,
-            }
+            request.profile = profile.clone();
+            request
         })
         .collect();
     let runtime = tokio::runtime::Builder::new_multi_thread()
