@@ -82,24 +82,24 @@ impl Sandbox {
         loop {
             attempt += 1;
             let remaining = deadline.saturating_sub(began.elapsed());
-            let (mut execution, started) =
+            let mut tried =
                 run::invoke(&self.engine, &self.slots, &call, &cx, deadline, remaining).await;
-            fuel_used = match (fuel_used, execution.fuel_used) {
+            fuel_used = match (fuel_used, tried.fuel_used) {
                 (Some(before), Some(now)) => Some(before + now),
                 (before, now) => now.or(before),
             };
-            requests.append(&mut execution.requests);
+            requests.append(&mut tried.requests);
             let backoff = self.retry.backoff_after(attempt);
             let again = (attempt < self.retry.attempts)
-                .then(|| retry::retryable(&execution.result, started, tool.spec.effects))
+                .then(|| retry::retryable(&tried.result, tried.started, tool.spec.effects))
                 .flatten()
                 .filter(|_| began.elapsed() + backoff < deadline);
             let Some((code, message)) = again else {
                 return Execution {
+                    result: tried.result,
                     fuel_used,
                     requests,
                     retried,
-                    ..execution
                 };
             };
             tracing::debug!(tool = %tool.spec.name, attempt, code = code.as_str(), "trying the call again");

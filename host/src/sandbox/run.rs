@@ -4,8 +4,8 @@
 //! from [`super::Sandbox::run`], which took it by value, so only a call
 //! every earlier step cleared reaches here.
 
-use super::Execution;
 use super::teardown::{Teardown, release};
+use super::{RawOutput, ToolFailure};
 use crate::approval::PreparedCall;
 use crate::call::{CallId, CancelToken, ProgressSink, SessionId};
 use crate::capability::FsAccess;
@@ -24,8 +24,17 @@ pub struct RunContext {
     pub progress: Option<ProgressSink>,
 }
 
+/// How one attempt at a call ended.
+pub(super) struct Attempt {
+    pub result: Result<Result<RawOutput, ToolFailure>, CallError>,
+    pub fuel_used: Option<u64>,
+    pub requests: Vec<crate::egress::RequestRecord>,
+    /// The plugin was instantiated, so it may have done something.
+    pub started: bool,
+}
+
 /// One attempt at `call`, stopped after `timeout` (what is left of the
-/// call's `deadline`). Also says whether the plugin was started.
+/// call's `deadline`).
 pub(super) async fn invoke(
     engine: &Engine,
     slots: &Arc<Semaphore>,
@@ -33,15 +42,12 @@ pub(super) async fn invoke(
     cx: &RunContext,
     deadline: std::time::Duration,
     timeout: std::time::Duration,
-) -> (Execution, bool) {
-    let not_started = |result| {
-        let execution = Execution {
-            result: Err(result),
-            fuel_used: None,
-            requests: Vec::new(),
-            retried: Vec::new(),
-        };
-        (execution, false)
+) -> Attempt {
+    let not_started = |error| Attempt {
+        result: Err(error),
+        fuel_used: None,
+        requests: Vec::new(),
+        started: false,
     };
     let tool = call.tool();
     let fuel = engine.limits().fuel;
@@ -110,11 +116,10 @@ pub(super) async fn invoke(
     let result = classify(outcome, &store, &pipes, deadline);
     let requests = store.data().requests();
     release(Teardown::new(store, slot));
-    let execution = Execution {
+    Attempt {
         result,
         fuel_used,
         requests,
-        retried: Vec::new(),
-    };
-    (execution, true)
+        started: true,
+    }
 }
