@@ -159,7 +159,7 @@ impl Claim {
 
     /// Records `output` as the outcome of this key.
     pub fn complete(mut self, output: &CheckedOutput) {
-        let recorded = match serde_json::to_string(&output.record()) {
+        let recorded = match serde_json::to_string(output) {
             Ok(text) => text,
             Err(e) => {
                 tracing::warn!(key = %self.key, "a keyed call's output could not be recorded: {e}");

@@ -19,8 +19,10 @@ use serde_json::Value;
 /// model, few enough that every client can take them.
 pub const MAX_CONTENT_BLOCKS: usize = 256;
 
-/// A result that passed every output check. Only [`check`] makes one.
-#[derive(Debug)]
+/// A result that passed every output check. Only [`check`] makes one (and
+/// [`CheckedOutput::replay`], from one it made before). Serializes as a
+/// [`RecordedOutput`] reads back.
+#[derive(Debug, serde::Serialize)]
 pub struct CheckedOutput {
     value: Value,
     content: String,
@@ -28,7 +30,7 @@ pub struct CheckedOutput {
 }
 
 /// A checked output as the idempotency records keep it.
-#[derive(serde::Serialize, serde::Deserialize)]
+#[derive(serde::Deserialize)]
 pub struct RecordedOutput {
     value: Value,
     content: String,
@@ -36,15 +38,6 @@ pub struct RecordedOutput {
 }
 
 impl CheckedOutput {
-    /// What to keep to answer a repeat of this call.
-    pub fn record(&self) -> RecordedOutput {
-        RecordedOutput {
-            value: self.value.clone(),
-            content: self.content.clone(),
-            blocks: self.blocks.clone(),
-        }
-    }
-
     /// An output [`check`] passed when the call first ran, answered again.
     pub fn replay(recorded: RecordedOutput) -> CheckedOutput {
         CheckedOutput {

@@ -56,7 +56,9 @@ pub struct SessionStats {
     /// Model turns its calls came in (`turn`, or a library batch); calls
     /// made one at a time (MCP, `call`) belong to none.
     pub turns: u64,
-    /// Calls per turn, over the calls that came in one; 0 without turns.
+    /// Calls that came in a turn.
+    pub calls_in_turns: u64,
+    /// `calls_in_turns / turns`; 0 without turns.
     pub calls_per_turn: f64,
     /// The most times in a row one tool was called with the same
     /// arguments.
@@ -164,6 +166,7 @@ pub fn stats(records: &[Record]) -> Stats {
     for (id, (seen, calls)) in turns {
         if let Some(session) = stats.sessions.get_mut(&id) {
             session.turns = seen.len() as u64;
+            session.calls_in_turns = calls;
             session.calls_per_turn = (calls as f64 / seen.len() as f64 * 100.0).round() / 100.0;
         }
     }
@@ -263,6 +266,7 @@ mod tests {
             SessionStats {
                 calls: 5,
                 turns: 0,
+                calls_in_turns: 0,
                 calls_per_turn: 0.0,
                 longest_repeat: 3
             }
@@ -288,7 +292,10 @@ mod tests {
             in_turn("2"),
         ];
         let session = &stats(&records).sessions["s"];
-        assert_eq!((session.calls, session.turns), (5, 2));
+        assert_eq!(
+            (session.calls, session.turns, session.calls_in_turns),
+            (5, 2, 4)
+        );
         assert_eq!(session.calls_per_turn, 2.0);
     }
 }

@@ -126,14 +126,10 @@ pub fn stats(
     }
     let turns: u64 = stats.sessions.values().map(|s| s.turns).sum();
     if turns > 0 {
-        let in_turns: f64 = stats
-            .sessions
-            .values()
-            .map(|s| s.calls_per_turn * s.turns as f64)
-            .sum();
+        let in_turns: u64 = stats.sessions.values().map(|s| s.calls_in_turns).sum();
         printer.out(format!(
             "model turns: {turns}, {:.2} calls per turn",
-            in_turns / turns as f64
+            in_turns as f64 / turns as f64
         ));
     }
     let repeating: Vec<String> = stats
