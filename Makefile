@@ -8,9 +8,16 @@ VENV := .venv
 
 .PHONY: demo test plugins build setup lint py-test python-plugin bench
 
-# Installs what a fresh machine lacks: the wasm32-wasip2 target.
+# Installs what a fresh machine lacks: the wasm32-wasip2 target. rustup's
+# list of installed targets is not trusted alone: a toolchain whose records
+# name the target but whose files are gone builds nothing, so the check looks
+# at the standard library itself and reinstalls it when it is missing.
+WASM_STD = $$(rustc --print sysroot)/lib/rustlib/wasm32-wasip2/lib
 setup:
-	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
+	@if ! ls $(WASM_STD)/libcore-*.rlib >/dev/null 2>&1; then \
+		rustup target remove wasm32-wasip2 >/dev/null 2>&1 || true; \
+		rustup target add wasm32-wasip2; \
+	fi
 
 # Builds every example plugin into target/plugins/*.wasm.
 plugins: setup

@@ -72,7 +72,7 @@ fn main() {
     };
     if let Some(e) = &error {
         println!(
-            "cargo:warning=could not build the test plugins for wasm32-wasip2; run `rustup target add wasm32-wasip2`"
+            "cargo:warning=could not build the test plugins for wasm32-wasip2; run `make setup` (installs or repairs the target)"
         );
         for line in e.lines().rev().take(5) {
             println!("cargo:warning={line}");

@@ -14,7 +14,7 @@ pub const ALLOW_ALL: &str =
 pub fn wasm(path: &str) -> &str {
     if let Some(error) = toolwarden_tests::BUILD_ERROR {
         panic!(
-            "the test plugins were not built for wasm32-wasip2.\nhint: run `rustup target add wasm32-wasip2`\n{error}"
+            "the test plugins were not built for wasm32-wasip2.\nhint: run `make setup` (it installs the target, or reinstalls it when rustup lists it but its files are gone)\n{error}"
         );
     }
     path
