@@ -131,7 +131,7 @@ impl Host {
         host
     }
 
-    fn controller(&self) -> Controller {
+    fn controller(&self) -> std::sync::Arc<Controller> {
         let config = ConfigBuilder::new(&self.workspace)
             .plugins_dir(&self.plugins)
             .state_dir(&self.state)

@@ -172,6 +172,59 @@ pub struct CallRequest {
     /// (`handle_batch` gives each batch one): for `audit stats`.
     pub turn: Option<Arc<str>>,
     pub tracing: Tracing,
+    /// Where the call sits in a tree of calls, when a tool made it through
+    /// `compose`. Only the host sets it: an agent's call is never nested.
+    pub(crate) lineage: Option<Arc<Lineage>>,
+}
+
+/// Where a nested call sits: made by the host for a call a tool made
+/// through the `compose` import, never by an agent.
+#[derive(Clone, Debug)]
+pub struct Lineage {
+    pub parent_call_id: CallId,
+    pub root_call_id: CallId,
+    /// The tools from the root call down to the parent, in order.
+    pub path: Vec<Arc<str>>,
+    /// 1 for a child of a call an agent made.
+    pub depth: u32,
+    /// The call is its parent's n-th child (from 1).
+    pub sibling: u32,
+}
+
+impl Lineage {
+    /// The tool that made the call.
+    pub fn parent_tool(&self) -> &str {
+        self.path.last().map_or("", |tool| tool)
+    }
+}
+
+/// What a child call gave back to the tool that made it.
+#[derive(Debug)]
+pub struct ChildOutput {
+    pub call_id: String,
+    /// The value as JSON text.
+    pub value: String,
+    /// What the model would be shown for it.
+    pub text: String,
+}
+
+/// Why a child call did not succeed: the code an agent's call would get.
+#[derive(Debug)]
+pub struct ChildError {
+    pub call_id: String,
+    pub code: &'static str,
+    pub message: String,
+}
+
+/// Lets a running tool call other tools (the `compose` import). The
+/// controller makes one for each call and lends it to the sandbox, which
+/// never looks inside: every child goes back through the whole pipeline.
+pub trait ChildCalls: Send + Sync + fmt::Debug {
+    fn call(
+        &self,
+        tool: String,
+        args: String,
+    ) -> futures::future::BoxFuture<'static, Result<ChildOutput, ChildError>>;
 }
 
 /// Whether a call records each pipeline step in its result.
@@ -197,6 +250,7 @@ impl CallRequest {
             profile: None,
             turn: None,
             tracing: Tracing::Off,
+            lineage: None,
         }
     }
 

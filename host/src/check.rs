@@ -102,9 +102,13 @@ pub fn check(config: &Config, target: Option<&Path>, scope: Scope) -> Result<Rep
     }
     let mut rule_used = vec![false; rules];
     for tool in &tools {
-        let explanation = config
-            .policy
-            .explain(&tool.spec, tool.plugin.file_name(), None, None);
+        let explanation = config.policy.explain(
+            &tool.spec,
+            tool.plugin.file_name(),
+            None,
+            None,
+            crate::policy::Caller::Unknown,
+        );
         for (used, report) in rule_used.iter_mut().zip(&explanation.rules) {
             *used |= report.matched || report.needs_args;
         }

@@ -116,9 +116,13 @@ pub fn arguments(data: &[u8]) {
         for pointer in schema.path_pointers(args.value()) {
             let _ = args.value().pointer(&pointer).and_then(Value::as_str);
         }
-        let _ = fixture
-            .policy
-            .explain(spec, "fuzz.wasm", Some(args.value()), Some(args.value()));
+        let _ = fixture.policy.explain(
+            spec,
+            "fuzz.wasm",
+            Some(args.value()),
+            Some(args.value()),
+            crate::policy::Caller::Agent,
+        );
         let _ = fixture
             .policy
             .evaluate(spec, "fuzz.wasm", Some(args.value()));

@@ -56,6 +56,12 @@ pub enum ErrorCode {
     HostError,
     /// The tool needs a credential the config does not define.
     CredentialMissing,
+    /// A tool's call of another tool would nest deeper, or make more
+    /// children, than `[compose]` allows; the child did not run.
+    NestingLimit,
+    /// A tool's call of another tool would reach a tool already running
+    /// in the same tree (a cycle); the child did not run.
+    CallCycle,
 }
 
 impl ErrorCode {
@@ -82,6 +88,8 @@ impl ErrorCode {
             ErrorCode::InvalidToolOutput => "INVALID_TOOL_OUTPUT",
             ErrorCode::HostError => "HOST_ERROR",
             ErrorCode::CredentialMissing => "CREDENTIAL_MISSING",
+            ErrorCode::NestingLimit => "NESTING_LIMIT",
+            ErrorCode::CallCycle => "CALL_CYCLE",
         }
     }
 
@@ -95,7 +103,9 @@ impl ErrorCode {
             | ErrorCode::ApprovalInvalid
             | ErrorCode::ApprovalExpired
             | ErrorCode::ApprovalDenied
-            | ErrorCode::CredentialMissing => Status::Denied,
+            | ErrorCode::CredentialMissing
+            | ErrorCode::NestingLimit
+            | ErrorCode::CallCycle => Status::Denied,
             ErrorCode::ApprovalUnavailable | ErrorCode::ApprovalRequired => Status::PendingApproval,
             ErrorCode::UnknownTool
             | ErrorCode::InvalidArgs
@@ -207,6 +217,20 @@ pub struct CallResult {
     /// keyed call, which ran nothing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replayed_from: Option<String>,
+    /// The calls the tool made through `compose`, in the order it made
+    /// them; each has an audit trail of its own.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<ChildCall>,
+}
+
+/// One call a tool made through `compose`, as its parent's result lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ChildCall {
+    pub call_id: String,
+    pub tool: String,
+    pub status: Status,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<ErrorCode>,
 }
 
 impl CallResult {
@@ -249,6 +273,8 @@ mod tests {
             ErrorCode::InvalidToolOutput,
             ErrorCode::HostError,
             ErrorCode::CredentialMissing,
+            ErrorCode::NestingLimit,
+            ErrorCode::CallCycle,
         ];
         // A new code does not compile here until it has the next position
         // in `all` (and its spelling in the snapshot below).
@@ -274,6 +300,8 @@ mod tests {
             ErrorCode::InvalidToolOutput => 18,
             ErrorCode::HostError => 19,
             ErrorCode::CredentialMissing => 20,
+            ErrorCode::NestingLimit => 21,
+            ErrorCode::CallCycle => 22,
         };
         for (i, code) in all.iter().enumerate() {
             assert_eq!(position(*code), i, "{code:?} is out of place");
@@ -285,7 +313,7 @@ mod tests {
              APPROVAL_INVALID APPROVAL_EXPIRED APPROVAL_DENIED GUARD_DENIED BUDGET_EXCEEDED \
              DUPLICATE_CALL TOOL_FAILED \
              TOOL_CRASHED TIMEOUT OUT_OF_FUEL MEMORY_LIMIT CANCELLED OUTPUT_TOO_LARGE \
-             INVALID_TOOL_OUTPUT HOST_ERROR CREDENTIAL_MISSING"
+             INVALID_TOOL_OUTPUT HOST_ERROR CREDENTIAL_MISSING NESTING_LIMIT CALL_CYCLE"
         );
         for code in all {
             let json = serde_json::to_value(code).unwrap();

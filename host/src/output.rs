@@ -53,6 +53,48 @@ impl CheckedOutput {
     pub fn into_parts(self) -> (Value, String, Vec<Block>) {
         (self.value, self.content, self.blocks)
     }
+
+    /// Appends what the model would have been shown for each child call,
+    /// in the order the tool made them, after the tool's own content: the
+    /// parent's result is the one answer the agent gets for the whole
+    /// tree. What would take the whole past `max_bytes` is left out, and
+    /// a line says so.
+    pub fn with_children(mut self, children: Vec<ChildContent>, max_bytes: usize) -> CheckedOutput {
+        let mut size = self.value.to_string().len()
+            + self.content.len()
+            + self.blocks.iter().map(Block::size).sum::<usize>();
+        for child in children {
+            let heading = format!("[{} ({})]", child.tool, child.call_id);
+            let child_size = heading.len()
+                + 1
+                + child.text.len()
+                + child.blocks.iter().map(Block::size).sum::<usize>();
+            if size + child_size > max_bytes {
+                self.blocks.push(Block::Text {
+                    text: format!(
+                        "{heading} {child_size} bytes of this call's content left out: \
+                         with them the result would pass the {max_bytes}-byte limit"
+                    ),
+                });
+                continue;
+            }
+            size += child_size;
+            self.blocks.push(Block::Text {
+                text: format!("{heading} {}", child.text),
+            });
+            self.blocks.extend(child.blocks);
+        }
+        self
+    }
+}
+
+/// What the model would have been shown for one child call that succeeded.
+#[derive(Debug)]
+pub struct ChildContent {
+    pub call_id: String,
+    pub tool: String,
+    pub text: String,
+    pub blocks: Vec<Block>,
 }
 
 pub fn check(

@@ -40,6 +40,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "the pipeline steps, in pipeline order",
         &[
+            "nesting",
             "registry",
             "validation",
             "workspace",

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::Arc;
 use toolwarden::{
     CallRequest, CallResult, Config, ConfigBuilder, Controller, ErrorCode, SandboxMode, Status,
 };
@@ -79,11 +80,11 @@ impl TestHost {
             .build()
     }
 
-    pub fn start(&self) -> Result<Controller, toolwarden::Error> {
+    pub fn start(&self) -> Result<Arc<Controller>, toolwarden::Error> {
         Controller::new(self.build_config()?)
     }
 
-    pub fn controller(&self) -> Controller {
+    pub fn controller(&self) -> Arc<Controller> {
         self.start()
             .unwrap_or_else(|e| panic!("host did not start: {e}\nhint: {}", e.hint()))
     }

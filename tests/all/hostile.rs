@@ -9,7 +9,7 @@ use toolwarden_tests::{
     CALC, FOREIGN_IMPORT, FS, HOSTILE, LYING_EFFECTS, LYING_KEYED, SPIN_AT_LOAD, SPIN_AT_START,
 };
 
-fn hostile_host(config: &str, sandbox: SandboxMode) -> (TestHost, Controller) {
+fn hostile_host(config: &str, sandbox: SandboxMode) -> (TestHost, std::sync::Arc<Controller>) {
     let t = TestHost::new(&[CALC, FS, HOSTILE])
         .config(&format!("{config}\n{ALLOW_ALL}"))
         .sandbox(sandbox);

@@ -6,7 +6,7 @@ use std::time::Duration;
 use toolwarden::ErrorCode;
 use toolwarden_tests::{CALC, HOSTILE};
 
-fn host_with(limits: &str) -> (TestHost, toolwarden::Controller) {
+fn host_with(limits: &str) -> (TestHost, std::sync::Arc<toolwarden::Controller>) {
     let t =
         TestHost::new(&[CALC, HOSTILE]).config(&format!("{limits}\n{}", crate::harness::ALLOW_ALL));
     let host = t.controller();

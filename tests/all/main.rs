@@ -8,6 +8,7 @@ mod approvals;
 mod audit;
 mod authoring;
 mod cli;
+mod compose;
 mod content;
 mod contract;
 mod export;

@@ -10,7 +10,7 @@ use toolwarden::{
 };
 use toolwarden_tests::{CALC, FS, HOSTILE};
 
-fn host(extra: &str) -> (TestHost, Controller) {
+fn host(extra: &str) -> (TestHost, std::sync::Arc<Controller>) {
     let t = TestHost::new(&[CALC, FS, HOSTILE])
         .config(&format!("{extra}\n{ALLOW_ALL}"))
         .sandbox(SandboxMode::WorkspaceWrite);

@@ -66,6 +66,12 @@ pub enum Event {
         /// The model turn it came in, if it came in a batch.
         #[serde(skip_serializing_if = "Option::is_none")]
         turn: Option<Arc<str>>,
+        /// The call whose tool made this one through `compose`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        parent: Option<Arc<str>>,
+        /// The agent's call at the top of its tree.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        root: Option<Arc<str>>,
     },
     /// Path arguments that lead somewhere other than they read, and URL
     /// arguments with their canonical form: the plugin receives the

@@ -289,7 +289,7 @@ pub struct AuditArgs {
     /// Only records of this tool
     #[arg(long)]
     pub tool: Option<String>,
-    /// Only records of this call
+    /// Only records of this call and of the calls its tool made (`compose`), down the tree
     #[arg(long, value_name = "ID")]
     pub call: Option<String>,
 }

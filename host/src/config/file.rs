@@ -31,6 +31,7 @@ use crate::error::Error;
 use crate::guards::{Budget, BudgetSection};
 use crate::idempotency::IdempotencySection;
 use crate::limits::{Limits, LimitsSection};
+use crate::nesting::{ComposeSection, Nesting};
 use crate::policy::{RuleDef, RuleSection};
 use crate::profile::{ProfileSection, Profiles};
 use crate::provenance::{PluginsSection, Provenance};
@@ -59,6 +60,7 @@ struct FileConfig {
     #[serde(default)]
     scheduler: Option<Spanned<SchedulerSection>>,
     retry: Option<Spanned<RetrySection>>,
+    compose: Option<Spanned<ComposeSection>>,
     idempotency: Option<Spanned<IdempotencySection>>,
     #[serde(default)]
     network: Option<Spanned<NetworkSection>>,
@@ -120,6 +122,7 @@ pub(super) struct Parsed {
     pub mcp_sessions: super::McpSessions,
     pub max_parallel: usize,
     pub retry: Retry,
+    pub nesting: Nesting,
     pub idempotency_window: Duration,
     pub network: NetworkSettings,
     pub credentials: Credentials,
@@ -184,7 +187,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         message: e.message().to_owned(),
         hint: format!(
             "see the config format in the README: `[limits]` takes {}; `[approvals]` {}; \
-             `[audit]` {}; `[budget]` {}; `[mcp]` {}; `[scheduler]` {}; `[retry]` {}; `[idempotency]` {}; `[network]` {}; \
+             `[audit]` {}; `[budget]` {}; `[mcp]` {}; `[scheduler]` {}; `[retry]` {}; `[compose]` {}; `[idempotency]` {}; `[network]` {}; \
              each `[credential.NAME]` {}; `[plugins]` {}; each `[profile.NAME]` {}; each `[[rule]]` takes {}",
             LimitsSection::KEYS,
             ApprovalsSection::KEYS,
@@ -193,6 +196,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
             McpSection::KEYS,
             SchedulerSection::KEYS,
             RetrySection::KEYS,
+            ComposeSection::KEYS,
             IdempotencySection::KEYS,
             NetworkSection::KEYS,
             CredentialSection::KEYS,
@@ -220,6 +224,12 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         crate::scheduler::default_parallelism,
     )?;
     let retry = section(text, file.retry, RetrySection::resolve, Retry::default)?;
+    let nesting = section(
+        text,
+        file.compose,
+        ComposeSection::resolve,
+        Nesting::default,
+    )?;
     let idempotency_window = section(
         text,
         file.idempotency,
@@ -261,6 +271,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         mcp_sessions,
         max_parallel,
         retry,
+        nesting,
         idempotency_window,
         network,
         credentials,

@@ -75,6 +75,8 @@ pub struct Config {
     pub(crate) max_parallel: usize,
     /// Which failed calls run again, how often (`[retry]`).
     pub(crate) retry: crate::sandbox::Retry,
+    /// How deep and wide a tree of calls may grow (`[compose]`).
+    pub(crate) nesting: crate::nesting::Nesting,
     /// How long a keyed call's outcome answers repeats (`[idempotency]`).
     pub(crate) idempotency_window: std::time::Duration,
     /// Limits, TLS roots and credentials of every call's requests (what a
@@ -352,6 +354,7 @@ impl ConfigBuilder {
             mcp_sessions: parsed.mcp_sessions,
             max_parallel: parsed.max_parallel,
             retry: parsed.retry,
+            nesting: parsed.nesting,
             idempotency_window: parsed.idempotency_window,
             egress: std::sync::Arc::new(egress),
             provenance: std::sync::Arc::new(parsed.provenance),

@@ -8,6 +8,7 @@
 //! plugin starts), and turns the outcome into a [`CallResult`]. It holds no
 //! rule of its own.
 
+mod children;
 mod trail;
 
 use crate::approval;
@@ -20,22 +21,25 @@ use crate::idempotency::{self, Claimed, Keys};
 use crate::materialize::Arguments;
 use crate::outcome::{CallError, CallResult, ErrorCode, Status};
 use crate::output::{self, CheckedOutput};
-use crate::policy::{Decision, Explanation, Verdict};
+use crate::policy::{Caller, Decision, Explanation, Verdict};
 use crate::records::Records;
 use crate::registry::{Plugin, Registry, Tool};
 use crate::sandbox::{RunContext, Sandbox};
 use crate::scheduler;
 use crate::validation;
 use crate::workspace::{LocatedPath, Workspace};
+use children::Children;
 use futures::StreamExt;
 use std::path::Path;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, RwLock, Weak};
 use std::time::Instant;
 use trail::{Trail, describe_paths};
 
 /// A loaded host: config, registry, guards, records and sandbox.
 #[derive(Debug)]
 pub struct Controller {
+    /// The host itself, lent to the calls its tools make through `compose`.
+    me: Weak<Controller>,
     config: Config,
     /// Swapped whole on reload; a call holds the `Arc` of the version it
     /// started with until it ends.
@@ -57,8 +61,9 @@ pub struct Inspection {
 impl Controller {
     /// Sets up the sandbox, opens the records and loads every plugin. A
     /// plugin that fails is skipped and listed in [`Registry::failures`]; a
-    /// duplicate tool name is an error.
-    pub fn new(config: Config) -> Result<Controller, Error> {
+    /// duplicate tool name is an error. Shared from the start, because the
+    /// calls a tool makes through `compose` run on the same host.
+    pub fn new(config: Config) -> Result<Arc<Controller>, Error> {
         let records = Records::open(&config)?;
         let engine = config.engine()?;
         let registry = Registry::load(&config.plugins_dir, &engine)?;
@@ -75,7 +80,8 @@ impl Controller {
             config.idempotency_window,
             config.limits.timeout,
         );
-        Ok(Controller {
+        Ok(Arc::new_cyclic(|me| Controller {
+            me: me.clone(),
             keys,
             config,
             registry: RwLock::new(Arc::new(registry)),
@@ -83,7 +89,7 @@ impl Controller {
             guards,
             records,
             sandbox,
-        })
+        }))
     }
 
     /// Loads plugins and policy as a host would and lists every problem,
@@ -196,6 +202,7 @@ impl Controller {
             tool.plugin.file_name(),
             Some(rewritten.as_ref().unwrap_or(written)),
             rewritten.as_ref().map(|_| written),
+            crate::policy::Caller::Agent,
         );
         explanation.paths = paths.into_iter().filter(LocatedPath::noteworthy).collect();
         Ok(explanation)
@@ -332,6 +339,7 @@ impl Controller {
             fuel_used: trail.fuel_used,
             trace: trail.trace.unwrap_or_default(),
             replayed_from: trail.replayed_from,
+            children: trail.children,
         }
     }
 
@@ -354,7 +362,16 @@ impl Controller {
             args_digest: args.shared_digest(),
             profile: request.profile.clone(),
             turn: request.turn.clone(),
+            parent: request.lineage.as_ref().map(|l| l.parent_call_id.shared()),
+            root: request.lineage.as_ref().map(|l| l.root_call_id.shared()),
         });
+        if request.lineage.is_some() {
+            trail.begin("nesting");
+            self.config
+                .nesting
+                .check(request.lineage.as_deref(), &request.tool)?;
+            trail.end(|| "within the depth and fan-out bounds, no cycle".into());
+        }
         trail.begin("resolve");
         let tools = self.config.tool_set(request.profile.as_deref());
         let resolved = self.registry().resolve(&request.tool, args, &tools)?;
@@ -373,7 +390,15 @@ impl Controller {
             });
         }
         trail.begin("policy");
-        let authorized = match self.config.policy.authorize(located, self.config.sandbox) {
+        let caller = match &request.lineage {
+            Some(lineage) => Caller::Tool(lineage.parent_tool()),
+            None => Caller::Agent,
+        };
+        let authorized = match self
+            .config
+            .policy
+            .authorize(located, self.config.sandbox, caller)
+        {
             Ok(authorized) => authorized,
             Err(denied) => {
                 trail.events.push(Event::policy(&denied.decision));
@@ -456,11 +481,19 @@ impl Controller {
         trail.ran = true;
         let tool = Arc::clone(prepared.tool());
         trail.ran_on = Some(crate::audit::RanOn(Arc::clone(&tool.plugin)));
+        let children = tool
+            .plugin
+            .loaded
+            .composes()
+            .then(|| Arc::new(Children::of(self.me.clone(), request, &tool.name)));
         let cx = RunContext {
             call_id: request.call_id.clone(),
             session: request.session.clone(),
             cancel: request.cancel.clone(),
             progress: request.progress.clone(),
+            children: children
+                .clone()
+                .map(|c| c as Arc<dyn crate::call::ChildCalls>),
         };
         let started = Instant::now();
         trail.begin("sandbox");
@@ -473,6 +506,15 @@ impl Controller {
         trail
             .events
             .extend(execution.requests.into_iter().map(Event::Request));
+        let attached = match children {
+            Some(children) => {
+                children.settle().await;
+                let (calls, contents) = children.finished();
+                trail.children = calls;
+                Some(contents)
+            }
+            None => None,
+        };
         let returned = execution.result?;
         trail.end(|| {
             format!(
@@ -481,7 +523,11 @@ impl Controller {
             )
         });
         trail.begin("output");
-        let checked = output::check(&tool, returned, self.config.limits.max_output_bytes)?;
+        let max_bytes = self.config.limits.max_output_bytes;
+        let mut checked = output::check(&tool, returned, max_bytes)?;
+        if let Some(contents) = attached.filter(|c| !c.is_empty()) {
+            checked = checked.with_children(contents, max_bytes);
+        }
         trail.end(|| "size and output schema: ok".into());
         if let Some(claim) = claim {
             claim.complete(&checked);

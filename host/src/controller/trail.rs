@@ -29,6 +29,8 @@ pub(super) struct Trail {
     pub(super) step: Option<(&'static str, Instant)>,
     /// The keyed call whose recorded output answered this one.
     pub(super) replayed_from: Option<String>,
+    /// The calls the tool made through `compose`, in order.
+    pub(super) children: Vec<crate::outcome::ChildCall>,
 }
 
 impl Trail {
@@ -47,6 +49,7 @@ impl Trail {
             trace,
             step: None,
             replayed_from: None,
+            children: Vec::new(),
         }
     }
 

@@ -11,11 +11,13 @@ pub(crate) mod v0_1 {
     });
 }
 
-/// `toolwarden:tool@0.2.0` (`wit/tool.wit`).
+/// `toolwarden:tool@0.2.0` (`wit/tool.wit`), with the optional `compose`
+/// import a plugin may or may not use (linking takes what it imports).
 pub(crate) mod v0_2 {
     wasmtime::component::bindgen!({
         path: "../wit",
-        world: "plugin",
+        world: "composite-plugin",
+        imports: { "toolwarden:tool/compose.call-tool": async },
         exports: { default: async },
     });
 }

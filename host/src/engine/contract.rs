@@ -90,7 +90,7 @@ pub enum ToolFailure {
 /// A plugin linked against the contract version it was built for.
 pub(crate) enum PluginPre {
     V0_1(v0_1::PluginPre<CallState>),
-    V0_2(v0_2::PluginPre<CallState>),
+    V0_2(v0_2::CompositePluginPre<CallState>),
 }
 
 /// The spec conversion is the same for every version but the types are
@@ -235,7 +235,7 @@ impl PluginPre {
     /// Links `pre` against the contract its exports say it was built for.
     /// The error names what each version found missing.
     pub(crate) fn new(pre: InstancePre<CallState>) -> Result<PluginPre, String> {
-        let current = match v0_2::PluginPre::new(pre.clone()) {
+        let current = match v0_2::CompositePluginPre::new(pre.clone()) {
             Ok(linked) => return Ok(PluginPre::V0_2(linked)),
             Err(e) => e,
         };
@@ -279,7 +279,7 @@ impl PluginPre {
                     .instantiate_async(&mut *store)
                     .await
                     .map_err(start)?;
-                let plugin = v0_2::Plugin::new(&mut *store, &instance).map_err(start)?;
+                let plugin = v0_2::CompositePlugin::new(&mut *store, &instance).map_err(start)?;
                 let specs = plugin.toolwarden_tool_tool().call_tools(&mut *store).await;
                 let keyed = keyed_tools(&instance, store).await.map_err(call)?;
                 let network = |spec: &v0_2::exports::toolwarden::tool::tool::ToolSpec| {

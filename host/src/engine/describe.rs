@@ -35,6 +35,7 @@ pub(super) fn describe(
         progress: None,
         log_bytes_left: super::host::LOG_BUDGET_BYTES,
         progress_gate: Default::default(),
+        children: None,
     };
     let (mut store, pipes) = new_store(
         engine,

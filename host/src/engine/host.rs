@@ -1,11 +1,13 @@
 //! The `toolwarden:tool/host` interface: what a plugin may ask of the host.
 //! Every function is cheap and bounded; none can fail or block the host.
 //! Every contract version has the same interface; each version's `Host`
-//! trait is implemented by the one below.
+//! trait is implemented by the one below. Also the `compose` import
+//! (0.2.0), which hands a child call to the controller's [`ChildCalls`]
+//! and waits for it; it decides nothing itself.
 
 use super::bindings::{v0_1, v0_2};
 use super::state::CallState;
-use crate::call::Progress;
+use crate::call::{ChildCalls, Progress};
 use std::time::{Duration, Instant};
 
 /// Log text one call may write through `log`; later lines are dropped so a
@@ -133,3 +135,35 @@ macro_rules! host_interface {
 
 host_interface!(v0_1);
 host_interface!(v0_2);
+
+impl v0_2::toolwarden::tool::compose::Host for CallState {
+    async fn call_tool(
+        &mut self,
+        name: String,
+        args_json: String,
+    ) -> Result<
+        v0_2::toolwarden::tool::compose::ChildOutput,
+        v0_2::toolwarden::tool::compose::ChildError,
+    > {
+        use v0_2::toolwarden::tool::compose::{ChildError, ChildOutput};
+        let Some(children) = self.host.children.clone() else {
+            return Err(ChildError {
+                call_id: String::new(),
+                code: crate::outcome::ErrorCode::NestingLimit.as_str().to_owned(),
+                message: "tools cannot be called while a plugin lists its tools".into(),
+            });
+        };
+        match ChildCalls::call(&*children, name, args_json).await {
+            Ok(output) => Ok(ChildOutput {
+                call_id: output.call_id,
+                value: output.value,
+                text: output.text,
+            }),
+            Err(error) => Err(ChildError {
+                call_id: error.call_id,
+                code: error.code.to_owned(),
+                message: error.message,
+            }),
+        }
+    }
+}

@@ -69,7 +69,15 @@ impl LoadedPlugin {
     pub fn contract(&self) -> Contract {
         self.pre.contract()
     }
+
+    /// Whether it imports `compose`, so its tools may call other tools.
+    pub fn composes(&self) -> bool {
+        self.imports.iter().any(|name| name == COMPOSE_IMPORT)
+    }
 }
+
+/// The import through which a plugin calls other tools.
+pub const COMPOSE_IMPORT: &str = "toolwarden:tool/compose@0.2.0";
 
 impl fmt::Debug for LoadedPlugin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -129,6 +137,11 @@ impl Engine {
             .map_err(engine_error)?;
         bindings::v0_2::toolwarden::tool::host::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
             .map_err(engine_error)?;
+        bindings::v0_2::toolwarden::tool::compose::add_to_linker::<_, HasSelf<_>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(engine_error)?;
         let cache = cache::Cache::open(state_dir, setup::engine_key(&engine));
         let ticker = setup::Ticker::start(&engine);
         Ok(Engine {

@@ -1,7 +1,7 @@
 //! What one `Store` holds for one call: its WASI context, resource table,
 //! memory limiter and the per-call state of the `host` interface.
 
-use crate::call::{CancelToken, ProgressSink};
+use crate::call::{CancelToken, ChildCalls, ProgressSink};
 use crate::egress::CallHooks;
 use std::sync::Arc;
 use wasmtime::ResourceLimiter;
@@ -55,6 +55,9 @@ pub(crate) struct HostState {
     pub progress: Option<ProgressSink>,
     pub log_bytes_left: usize,
     pub progress_gate: super::host::ProgressGate,
+    /// How the call's tool reaches other tools (`compose`); none while a
+    /// plugin lists its tools.
+    pub children: Option<Arc<dyn ChildCalls>>,
 }
 
 pub(crate) struct CallState {

@@ -90,6 +90,9 @@ pub(super) fn result(r: CallResult) -> CallToolResult {
     if let Some(original) = &r.replayed_from {
         meta["replayed_from"] = json!(original);
     }
+    if !r.children.is_empty() {
+        meta["children"] = json!(r.children);
+    }
     let mut meta_object = Map::new();
     meta_object.insert("toolwarden".into(), meta);
     let mut out = match (r.value, &r.error) {

@@ -13,7 +13,7 @@ mod section;
 
 #[cfg(test)]
 pub use rule::{ArgPattern, NetMatch};
-pub use rule::{Miss, Rule, RuleDef, RuleMatch, Verdict};
+pub use rule::{Caller, Miss, Rule, RuleDef, RuleMatch, Verdict};
 pub use section::RuleSection;
 
 use crate::capability::SandboxMode;
@@ -181,28 +181,35 @@ impl Policy {
         plugin: &str,
         args: Option<&Value>,
         written: Option<&Value>,
+        caller: Caller<'_>,
     ) -> Explanation {
         let mut reports = Vec::with_capacity(self.rules.len());
-        let network = self.network(spec, plugin);
-        let decision = self.decide(spec, plugin, args, written, &network, |rule, seen| {
-            let note = match seen {
-                Seen::Matched => None,
-                Seen::SetAside => Some(format!(
-                    "set aside: `{}` is dangerous and this rule does not name it exactly",
-                    spec.name
-                )),
-                Seen::Missed(miss) => Some(rule.miss_note(miss, spec, plugin, args, &network)),
-                Seen::NeedsArgs => Some("depends on argument values (`when`)".to_owned()),
-            };
-            reports.push(RuleReport {
-                rule: rule.index() + 1,
-                line: rule.line(),
-                verdict: rule.verdict(),
-                matched: seen == Seen::Matched,
-                needs_args: seen == Seen::NeedsArgs,
-                note,
-            });
-        });
+        let (decision, _) = self.decide(
+            spec,
+            plugin,
+            args,
+            written,
+            caller,
+            |rule, seen, network| {
+                let note = match seen {
+                    Seen::Matched => None,
+                    Seen::SetAside => Some(format!(
+                        "set aside: `{}` is dangerous and this rule does not name it exactly",
+                        spec.name
+                    )),
+                    Seen::Missed(miss) => Some(rule.miss_note(miss, spec, plugin, args, network)),
+                    Seen::NeedsArgs => Some("depends on argument values (`when`)".to_owned()),
+                };
+                reports.push(RuleReport {
+                    rule: rule.index() + 1,
+                    line: rule.line(),
+                    verdict: rule.verdict(),
+                    matched: seen == Seen::Matched,
+                    needs_args: seen == Seen::NeedsArgs,
+                    note,
+                });
+            },
+        );
         Explanation {
             rules: reports,
             decision,
@@ -210,29 +217,31 @@ impl Policy {
         }
     }
 
-    /// What the rules decide for a call.
+    /// What the rules decide for a call an agent makes.
     pub fn evaluate(&self, spec: &ToolSpec, plugin: &str, args: Option<&Value>) -> Decision {
-        let network = self.network(spec, plugin);
-        self.decide(spec, plugin, args, None, &network, |_, _| {})
+        self.decide(spec, plugin, args, None, Caller::Agent, |_, _, _| {})
+            .0
     }
 
-    /// Decides a call, showing `each` what every rule made of it. Shared by
-    /// the pipeline (which needs only the decision) and `explain`.
+    /// Decides a call, showing `each` what every rule made of it (with
+    /// what the call may reach). Shared by the pipeline (which needs only
+    /// the decision and the network grant) and `explain`.
     fn decide(
         &self,
         spec: &ToolSpec,
         plugin: &str,
         args: Option<&Value>,
         written: Option<&Value>,
-        network: &Network,
-        mut each: impl FnMut(&Rule, Seen),
-    ) -> Decision {
+        caller: Caller<'_>,
+        mut each: impl FnMut(&Rule, Seen, &Network),
+    ) -> (Decision, Network) {
+        let network = self.network(spec, plugin);
         let dangerous = spec.risk == Risk::Dangerous;
         let mut deciding: Option<&Rule> = None;
         let mut matched = RuleNumbers::new();
         let mut depends_on_args = false;
         for rule in &self.rules {
-            let seen = match rule.check(spec, plugin, args, written, network) {
+            let seen = match rule.check(spec, plugin, args, written, &network, caller) {
                 RuleMatch::Matched
                     if dangerous && rule.verdict() != Verdict::Deny && !rule.names(&spec.name) =>
                 {
@@ -251,9 +260,9 @@ impl Policy {
                     deciding = Some(rule);
                 }
             }
-            each(rule, seen);
+            each(rule, seen, &network);
         }
-        match deciding {
+        let decision = match deciding {
             Some(rule) => Decision {
                 verdict: rule.verdict(),
                 matched,
@@ -281,7 +290,8 @@ impl Policy {
                 )),
                 depends_on_args,
             },
-        }
+        };
+        (decision, network)
     }
 
     /// Pipeline step: decides the call on where its paths lead (and, for
@@ -291,17 +301,17 @@ impl Policy {
         &self,
         call: LocatedCall,
         session: SandboxMode,
+        caller: Caller<'_>,
     ) -> Result<AuthorizedCall, Denied> {
         let resolved = call.call().resolved();
         let tool = resolved.tool();
-        let network = self.network(&tool.spec, tool.plugin.file_name());
-        let decision = self.decide(
+        let (decision, network) = self.decide(
             &tool.spec,
             tool.plugin.file_name(),
             Some(resolved.args().value()),
             call.written(),
-            &network,
-            |_, _| {},
+            caller,
+            |_, _, _| {},
         );
         match decision.verdict {
             Verdict::Deny => Err(Denied { decision }),

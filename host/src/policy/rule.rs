@@ -3,8 +3,10 @@
 //! A rule matches a call when every matcher it has matches (a matcher that is
 //! left out matches everything): `tools` (name globs), `plugin` (file-name
 //! globs), `risk` (any of), `effects` (the tool declares all of them),
-//! `filesystem` (any of), `network` (what the call may reach) and `when`
-//! (argument values by JSON pointer).
+//! `filesystem` (any of), `network` (what the call may reach), `nested`
+//! (whether a tool made the call through `compose`), `parent` (name globs
+//! of the tool that made it; only nested calls match) and `when` (argument
+//! values by JSON pointer).
 
 use super::PolicyError;
 use crate::capability::Network;
@@ -67,6 +69,18 @@ pub enum ArgPattern {
     Not(Box<ArgPattern>),
 }
 
+/// Who made a call, as far as the policy can tell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Caller<'a> {
+    /// An agent (CLI, MCP, library): not nested.
+    Agent,
+    /// The tool named here, through `compose`.
+    Tool(&'a str),
+    /// Not known: the policy is read without a call (`check`), so a rule
+    /// that matches on the caller may apply.
+    Unknown,
+}
+
 /// A rule as written in the config file.
 #[derive(Clone, Debug, Default)]
 pub struct RuleDef {
@@ -77,6 +91,10 @@ pub struct RuleDef {
     pub effects: Option<Vec<Effect>>,
     pub filesystem: Option<Vec<FsNeed>>,
     pub network: Option<NetMatch>,
+    /// Only calls a tool made (`true`) or an agent made (`false`).
+    pub nested: Option<bool>,
+    /// Only calls made by a tool these globs match.
+    pub parent: Option<Vec<String>>,
     pub when: BTreeMap<String, ArgPattern>,
     pub verdict: Verdict,
     pub reason: String,
@@ -100,6 +118,7 @@ pub struct Rule {
     description: Arc<str>,
     tools: Option<GlobSet>,
     plugin: Option<GlobSet>,
+    parent: Option<GlobSet>,
     when: Vec<(String, Compiled)>,
 }
 
@@ -123,6 +142,8 @@ pub enum Miss {
     Effect(Effect),
     Filesystem,
     Network,
+    /// `nested` or `parent` does not fit who made the call.
+    Caller,
     /// The `when` entry at this position.
     When(usize),
 }
@@ -317,6 +338,18 @@ impl Rule {
             .as_deref()
             .map(|p| globs(p, "plugin", &error))
             .transpose()?;
+        if def.nested == Some(false) && def.parent.is_some() {
+            return Err(error(
+                "`nested = false` with `parent` matches nothing: only a nested call has a parent"
+                    .into(),
+                "drop one of the two",
+            ));
+        }
+        let parent = def
+            .parent
+            .as_deref()
+            .map(|p| globs(p, "parent", &error))
+            .transpose()?;
         let mut when = Vec::with_capacity(def.when.len());
         for (pointer, pattern) in &def.when {
             if !(pointer.is_empty() || pointer.starts_with('/')) {
@@ -339,6 +372,7 @@ impl Rule {
             description,
             tools,
             plugin,
+            parent,
             when,
         })
     }
@@ -375,6 +409,7 @@ impl Rule {
         args: Option<&Value>,
         written: Option<&Value>,
         network: &Network,
+        caller: Caller<'_>,
     ) -> RuleMatch {
         if let Some(tools) = &self.tools
             && !tools.is_match(&spec.name)
@@ -405,6 +440,23 @@ impl Rule {
             && !self.network_matches(matcher, network)
         {
             return RuleMatch::Missed(Miss::Network);
+        }
+        let on_caller = self.def.nested.is_some() || self.parent.is_some();
+        match caller {
+            _ if !on_caller => {}
+            Caller::Unknown => return RuleMatch::NeedsArgs,
+            Caller::Agent => {
+                if self.def.nested == Some(true) || self.parent.is_some() {
+                    return RuleMatch::Missed(Miss::Caller);
+                }
+            }
+            Caller::Tool(parent) => {
+                if self.def.nested == Some(false)
+                    || self.parent.as_ref().is_some_and(|p| !p.is_match(parent))
+                {
+                    return RuleMatch::Missed(Miss::Caller);
+                }
+            }
         }
         if self.when.is_empty() {
             return RuleMatch::Matched;
@@ -477,6 +529,14 @@ impl Rule {
             Miss::Network => {
                 format!("`network` does not match what the call may reach ({network})")
             }
+            Miss::Caller => match (self.def.nested, &self.def.parent) {
+                (Some(false), _) => "`nested = false`, and a tool made the call".to_owned(),
+                (_, Some(parent)) => format!(
+                    "`parent` is {}, and the call was not made by such a tool",
+                    parent.join(", ")
+                ),
+                _ => "`nested = true`, and an agent made the call".to_owned(),
+            },
             Miss::When(at) => {
                 let pointer = self.when.get(at).map_or("", |(p, _)| p.as_str());
                 let value = args.and_then(|a| a.pointer(pointer));
@@ -495,6 +555,8 @@ impl Rule {
             && sorted(&a.effects) == sorted(&b.effects)
             && sorted(&a.filesystem) == sorted(&b.filesystem)
             && network_key(&a.network) == network_key(&b.network)
+            && a.nested == b.nested
+            && sorted(&a.parent) == sorted(&b.parent)
             && a.when == b.when
     }
 
@@ -514,7 +576,7 @@ impl Rule {
             .iter()
             .map(|(pointer, p)| (pointer.clone(), pattern(p)))
             .collect();
-        serde_json::json!({
+        let mut fingerprint = serde_json::json!({
             "tools": sorted(&d.tools),
             "plugin": sorted(&d.plugin),
             "risk": sorted(&d.risk),
@@ -524,8 +586,18 @@ impl Rule {
             "when": when,
             "decision": d.verdict,
             "reason": d.reason,
-        })
-        .to_string()
+        });
+        // Only when set, so that a policy written before these matchers
+        // existed keeps its fingerprint (and the approvals bound to it).
+        if let Some(object) = fingerprint.as_object_mut() {
+            if let Some(nested) = d.nested {
+                object.insert("nested".into(), Value::Bool(nested));
+            }
+            if let Some(parent) = sorted(&d.parent) {
+                object.insert("parent".into(), serde_json::json!(parent));
+            }
+        }
+        fingerprint.to_string()
     }
 
     /// The rule as the user wrote it, for messages and the audit log;

@@ -18,6 +18,8 @@ pub struct RuleSection {
     effects: Option<Vec<Effect>>,
     filesystem: Option<Vec<FsNeed>>,
     network: Option<toml::Value>,
+    nested: Option<bool>,
+    parent: Option<Vec<String>>,
     #[serde(default)]
     when: BTreeMap<String, toml::Value>,
     decision: Verdict,
@@ -26,7 +28,7 @@ pub struct RuleSection {
 
 impl RuleSection {
     pub const KEYS: &str =
-        "tools, plugin, risk, effects, filesystem, network, when, decision, reason";
+        "tools, plugin, risk, effects, filesystem, network, nested, parent, when, decision, reason";
 
     /// The rule, which starts at `line` of the file.
     pub fn resolve(self, line: usize) -> Result<RuleDef, SettingError> {
@@ -43,6 +45,8 @@ impl RuleSection {
         let network = self.network.as_ref().map(net_match).transpose()?;
         Ok(RuleDef {
             network,
+            nested: self.nested,
+            parent: self.parent,
             line: Some(line),
             tools: self.tools,
             plugin: self.plugin,

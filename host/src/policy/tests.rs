@@ -285,7 +285,7 @@ fn a_dangerous_tool_needs_a_rule_that_names_it() {
     let d = by_glob.evaluate(&rm, "fs.wasm", Some(&json!({})));
     assert_eq!(d.verdict, Verdict::Deny);
     assert!(d.reason.contains("names it exactly"), "{}", d.reason);
-    let explained = by_glob.explain(&rm, "fs.wasm", Some(&json!({})), None);
+    let explained = by_glob.explain(&rm, "fs.wasm", Some(&json!({})), None, Caller::Agent);
     assert!(
         explained.rules[0]
             .note
@@ -459,7 +459,7 @@ fn network_matchers_are_strict_for_allow_and_wide_for_deny() {
         p.evaluate(&spec("calc"), "f.wasm", None).verdict,
         Verdict::Allow
     );
-    let explained = p.explain(&spec("calc"), "f.wasm", None, None);
+    let explained = p.explain(&spec("calc"), "f.wasm", None, None, Caller::Agent);
     assert!(
         explained.rules[1]
             .note
@@ -520,5 +520,55 @@ fn network_matchers_are_part_of_what_a_rule_matches() {
             Verdict::Allow,
             origins(&["https://a.org"])
         )])
+    );
+}
+
+#[test]
+fn nested_and_parent_match_on_who_made_the_call() {
+    let rule = |extra: &str| {
+        let text = format!("tools = [\"calc\"]\n{extra}\ndecision = \"allow\"\nreason = \"r\"");
+        let section: RuleSection = toml::from_str(&text).unwrap();
+        policy(vec![section.resolve(1).unwrap()])
+    };
+    let calc = spec("calc");
+    let verdict = |policy: &Policy, caller| {
+        policy
+            .explain(&calc, "c.wasm", Some(&json!({})), None, caller)
+            .decision
+            .verdict
+    };
+    let agents_only = rule("nested = false");
+    assert_eq!(verdict(&agents_only, Caller::Agent), Verdict::Allow);
+    assert_eq!(verdict(&agents_only, Caller::Tool("relay")), Verdict::Deny);
+    let nested_only = rule("nested = true");
+    assert_eq!(verdict(&nested_only, Caller::Agent), Verdict::Deny);
+    assert_eq!(verdict(&nested_only, Caller::Tool("relay")), Verdict::Allow);
+    let by_relay = rule("parent = [\"rel*\"]");
+    assert_eq!(verdict(&by_relay, Caller::Tool("relay")), Verdict::Allow);
+    assert_eq!(
+        verdict(&by_relay, Caller::Tool("compose_run")),
+        Verdict::Deny
+    );
+    assert_eq!(verdict(&by_relay, Caller::Agent), Verdict::Deny);
+    let unknown = by_relay.explain(&calc, "c.wasm", None, None, Caller::Unknown);
+    assert!(
+        unknown.rules[0].needs_args,
+        "without a call, a caller rule may apply"
+    );
+
+    // A rule without these matchers keeps the fingerprint approvals bind.
+    assert_ne!(rule("").fingerprint(), nested_only.fingerprint());
+    assert!(!rule("").rules[0].fingerprint().contains("nested"));
+    assert!(!rule("").rules[0].fingerprint().contains("parent"));
+
+    let contradiction: RuleSection =
+        toml::from_str("nested = false\nparent = [\"x\"]\ndecision = \"allow\"\nreason = \"r\"")
+            .unwrap();
+    let error =
+        Policy::compile(vec![contradiction.resolve(3).unwrap()], Default::default()).unwrap_err();
+    assert!(
+        error.message.contains("nested = false"),
+        "{}",
+        error.message
     );
 }

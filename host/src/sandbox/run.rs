@@ -7,7 +7,7 @@
 use super::teardown::{Teardown, release};
 use super::{RawOutput, ToolFailure};
 use crate::approval::PreparedCall;
-use crate::call::{CallId, CancelToken, ProgressSink, SessionId};
+use crate::call::{CallId, CancelToken, ChildCalls, ProgressSink, SessionId};
 use crate::capability::FsAccess;
 use crate::engine::guest::{GUEST_WORKSPACE, classify, log_stdio, new_store, race};
 use crate::engine::{CallContext, Engine, HostState, LOG_BUDGET_BYTES};
@@ -22,6 +22,8 @@ pub struct RunContext {
     pub session: SessionId,
     pub cancel: CancelToken,
     pub progress: Option<ProgressSink>,
+    /// How the tool calls other tools, when its plugin imports `compose`.
+    pub children: Option<Arc<dyn ChildCalls>>,
 }
 
 /// How one attempt at a call ended.
@@ -81,6 +83,7 @@ pub(super) async fn invoke(
         progress: cx.progress.clone(),
         log_bytes_left: LOG_BUDGET_BYTES,
         progress_gate: Default::default(),
+        children: cx.children.clone(),
     };
     let (mut store, pipes) = match new_store(engine, call.grant(), host, fuel, timeout) {
         Ok(created) => created,

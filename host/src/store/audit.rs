@@ -38,6 +38,8 @@ pub struct AuditFilter {
     pub until_ms: Option<i64>,
     pub tool: Option<String>,
     pub session: Option<String>,
+    /// This call and every call under it (those its tool made through
+    /// `compose`, and theirs).
     pub call_id: Option<String>,
     pub limit: Option<i64>,
     /// The newest records first (and `limit` keeps the newest); chain
@@ -137,10 +139,17 @@ impl Store {
     pub fn audit_rows(&self, filter: &AuditFilter) -> Result<Vec<AuditRow>, StoreError> {
         let conn = self.conn();
         let order = if filter.newest_first { "DESC" } else { "ASC" };
+        // A call's records come with those of every call its tool made
+        // through `compose`, and theirs, down the tree.
         let mut stmt = conn
             .prepare_cached(&format!(
-                "SELECT seq, ts_ms, call_id, session, tool, kind, data, prev_hash, hash FROM audit \
-                 WHERE (?1 IS NULL OR ts_ms >= ?1) AND (?2 IS NULL OR tool = ?2) AND (?3 IS NULL OR call_id = ?3) \
+                "WITH RECURSIVE tree(id) AS (\
+                   SELECT ?3 WHERE ?3 IS NOT NULL \
+                   UNION SELECT a.call_id FROM audit a JOIN tree t \
+                     ON a.kind = 'call' AND json_extract(a.data, '$.parent') = t.id) \
+                 SELECT seq, ts_ms, call_id, session, tool, kind, data, prev_hash, hash FROM audit \
+                 WHERE (?1 IS NULL OR ts_ms >= ?1) AND (?2 IS NULL OR tool = ?2) \
+                 AND (?3 IS NULL OR call_id IN (SELECT id FROM tree)) \
                  AND (?5 IS NULL OR ts_ms < ?5) AND (?6 IS NULL OR session = ?6) \
                  ORDER BY seq {order} LIMIT coalesce(?4, -1)"
             ))

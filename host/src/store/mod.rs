@@ -29,7 +29,7 @@ pub const DB_FILE: &str = "toolwarden.db";
 /// How long a writer waits for another process's transaction.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bump with every migration below.
-const SCHEMA_VERSION: i64 = 5;
+const SCHEMA_VERSION: i64 = 6;
 
 const MIGRATION_1: &str = "
 CREATE TABLE audit (
@@ -101,6 +101,12 @@ CREATE TABLE idempotency (
     output     TEXT,
     created_ms INTEGER NOT NULL
 );
+";
+
+/// The calls a tool made through `compose` name their parent in their
+/// `call` record; `audit --call` follows these down a tree.
+const MIGRATION_6: &str = "
+CREATE INDEX audit_parent ON audit(json_extract(data, '$.parent')) WHERE kind = 'call';
 ";
 
 /// A database failure, with the file it concerns.
@@ -206,6 +212,7 @@ impl Store {
             (3, MIGRATION_3),
             (4, MIGRATION_4),
             (5, MIGRATION_5),
+            (6, MIGRATION_6),
         ] {
             if version >= to {
                 continue;

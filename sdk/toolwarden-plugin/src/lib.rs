@@ -51,7 +51,7 @@ use std::path::{Path, PathBuf};
 pub mod bindings {
     wit_bindgen::generate!({
         path: "../../wit",
-        world: "keyed-plugin",
+        world: "full-plugin",
         pub_export_macro: true,
         export_macro_name: "export_component",
         default_bindings_module: "toolwarden_plugin::bindings",
@@ -60,6 +60,7 @@ pub mod bindings {
 }
 
 use bindings::exports::toolwarden::tool::tool as wit;
+pub use bindings::toolwarden::tool::compose::{ChildError, ChildOutput};
 pub use bindings::toolwarden::tool::host::Level;
 pub use wit::{
     ContentBlock, Effects, EmbeddedResource, Filesystem, Media, ResourceContents, ResourceLink,
@@ -132,6 +133,23 @@ impl Context {
     /// and return early; the host stops the call shortly after anyway.
     pub fn cancelled(&self) -> bool {
         self.attached && bindings::toolwarden::tool::host::cancelled()
+    }
+
+    /// Calls another tool through the host, as a call of its own (a
+    /// composite tool). The host governs it as it would a call from the
+    /// agent: policy (which may treat nested calls apart), guards,
+    /// approval, its own sandbox and grant, audit. It runs in this call's
+    /// session and stops when this call does. Blocks until it has ended.
+    /// Outside the host (`for_test`) every call fails with `HOST_ERROR`.
+    pub fn call_tool(&self, name: &str, args: &Value) -> Result<ChildOutput, ChildError> {
+        if !self.attached {
+            return Err(ChildError {
+                call_id: String::new(),
+                code: "HOST_ERROR".into(),
+                message: "no host to call tools through: this context is for tests".into(),
+            });
+        }
+        bindings::toolwarden::tool::compose::call_tool(name, &args.to_string())
     }
 }
 

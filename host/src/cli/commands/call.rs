@@ -133,6 +133,14 @@ fn print(result: &CallResult, json: bool, printer: Printer) {
             step.outcome
         ));
     }
+    for child in &result.children {
+        printer.note(format!(
+            "called `{}` ({}): {}",
+            child.tool,
+            child.call_id,
+            child.code.map_or("ok", |code| code.as_str())
+        ));
+    }
     if let Some(original) = &result.replayed_from {
         printer.note(format!(
             "answered with the recorded output of call `{original}`: the tool takes effect once per key and did not run again"

@@ -10,7 +10,6 @@ use crate::cli::printer::Printer;
 use crate::config::Config;
 use crate::controller::Controller;
 use crate::error::Error;
-use std::sync::Arc;
 
 pub fn run(config: Config, args: ConsoleArgs, printer: Printer) -> Result<ExitStatus, Error> {
     let options = match listen_options(args.addr, args.listen, printer) {
@@ -24,7 +23,7 @@ pub fn run(config: Config, args: ConsoleArgs, printer: Printer) -> Result<ExitSt
         );
         return Ok(ExitStatus::Error);
     }
-    let host = Arc::new(Controller::new(config)?);
+    let host = Controller::new(config)?;
     let runtime = runtime()?;
     let _guard = runtime.enter();
     let (console, _announced) = super::serve::console_beside(&host, &options);

@@ -25,7 +25,7 @@ use std::sync::Arc;
 /// A host for a command that shows a session's tools: the controller and
 /// the profile it was given, or the exit status when the profile is not
 /// defined.
-type Profiled = Result<(Controller, Option<Arc<str>>), ExitStatus>;
+type Profiled = Result<(Arc<Controller>, Option<Arc<str>>), ExitStatus>;
 
 fn profiled_host(
     config: Config,

@@ -110,7 +110,7 @@ pub fn run(config: Config, args: ServeArgs, printer: Printer) -> Result<ExitStat
         Ok(profile) => profile,
         Err(status) => return Ok(status),
     };
-    let host = Arc::new(Controller::new(config)?);
+    let host = Controller::new(config)?;
     for failure in host.registry().failures() {
         tracing::warn!("{failure}");
     }
