@@ -24,6 +24,7 @@ mod network;
 mod paths;
 mod pipeline;
 mod policy;
+mod previews;
 mod profiles;
 mod registry;
 mod retry;

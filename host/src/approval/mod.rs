@@ -18,10 +18,13 @@ use crate::guards::AdmittedCall;
 use crate::materialize::Arguments;
 use crate::outcome::{CallError, ErrorCode};
 use crate::policy::Clearance;
+use crate::presentation::Preview;
 use crate::registry::Tool;
 use crate::settings::{SettingError, bounded};
 use crate::store::{ApprovalRow, ApprovalState, Binding, Consumed, Store, StoreError, now_ms};
+use crate::workspace::Workspace;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -109,6 +112,13 @@ pub struct Approval {
     /// When the approved call ran.
     pub consumed_ms: Option<i64>,
     pub expired: bool,
+    /// What the call would do, as its plugin previewed it (a `diff`
+    /// rendered against the file as it was when asked), or why the
+    /// preview failed; none when the tool has no preview.
+    pub preview: Option<Preview>,
+    /// Workspace files the approval holds to the content they had when
+    /// it was asked.
+    pub bound_files: Vec<String>,
 }
 
 impl From<ApprovalRow> for Approval {
@@ -134,8 +144,18 @@ impl From<ApprovalRow> for Approval {
             expires_ms: row.expires_ms,
             decided_ms: row.decided_ms,
             consumed_ms: row.consumed_ms,
+            preview: row
+                .preview
+                .as_deref()
+                .and_then(|p| serde_json::from_str(p).ok()),
+            bound_files: bound_files(&row.bound_files).into_keys().collect(),
         }
     }
+}
+
+/// The files an approval holds, and the SHA-256 each had (`None`: absent).
+fn bound_files(text: &str) -> BTreeMap<String, Option<String>> {
+    serde_json::from_str(text).unwrap_or_default()
 }
 
 /// The refusal of a call that waits for a person; `console` is the URL of
@@ -287,6 +307,7 @@ impl Approvals {
         &self,
         call: AdmittedCall,
         request: &CallRequest,
+        workspace: &Workspace,
         noted: &mut Vec<ApprovalStep>,
     ) -> Result<PreparedCall, CallError> {
         let (validated, clearance, decision, grant) = call.into_authorized().into_parts();
@@ -320,9 +341,20 @@ impl Approvals {
                 .map(ToString::to_string)
                 .collect::<Vec<_>>()
                 .join(","),
+            preview: None,
+            bound_files: String::new(),
+        };
+        let ask = |noted: &mut Vec<ApprovalStep>| {
+            self.store.insert_approval(&this_call).map_err(host_error)?;
+            noted.push(ApprovalStep::Asked {
+                approval_id: this_call.id.clone(),
+                expires_ms: this_call.expires_ms,
+            });
+            Err(pending(&this_call, self.console()))
         };
         // Without an id, an approval already given for exactly this call is
-        // used, and a retry of a call still waiting reuses its approval.
+        // used, and a retry of a call still waiting reuses its approval. One
+        // whose previewed file changed since is retired, and asked anew.
         let id = match &request.approval {
             Some(id) => id.clone(),
             None => match self
@@ -330,25 +362,35 @@ impl Approvals {
                 .matching_approval(&this_call, now)
                 .map_err(host_error)?
             {
-                Some(row) if row.state == ApprovalState::Approved => row.id,
+                Some(row) if row.state == ApprovalState::Approved => {
+                    if self.changed_file(&row, workspace, now)?.is_some() {
+                        return ask(noted);
+                    }
+                    row.id
+                }
                 // A person said no to exactly this call: asking again at
                 // once would only ask them again.
                 Some(row) if row.state == ApprovalState::Denied => {
                     return Err(denied(&row));
                 }
                 Some(row) => return Err(pending(&row, self.console())),
-                None => {
-                    self.store.insert_approval(&this_call).map_err(host_error)?;
-                    noted.push(ApprovalStep::Asked {
-                        approval_id: this_call.id.clone(),
-                        expires_ms: this_call.expires_ms,
-                    });
-                    return Err(pending(&this_call, self.console()));
-                }
+                None => return ask(noted),
             },
         };
         let refused =
             |code, message: String| Err(CallError::new(code, message).with_approval(id.clone()));
+        if let Some(row) = self.store.approval(&id).map_err(host_error)?
+            && let Some(path) = self.changed_file(&row, workspace, now)?
+        {
+            return refused(
+                ErrorCode::ApprovalInvalid,
+                format!(
+                    "`{path}` changed since approval `{id}` was asked, so what was approved is not \
+                     what would run; nothing ran. Repeat the call without `--approval` to ask again \
+                     with the file as it is now"
+                ),
+            );
+        }
         match self
             .store
             .consume_approval(&id, &this_call, now)
@@ -391,6 +433,44 @@ impl Approvals {
                 ),
             },
         }
+    }
+
+    /// The first file `row` holds that is not as it was when the approval
+    /// was asked. Such an approval is retired (it expires now), so that
+    /// the same call asks again rather than finding it.
+    fn changed_file(
+        &self,
+        row: &ApprovalRow,
+        workspace: &Workspace,
+        now: i64,
+    ) -> Result<Option<String>, CallError> {
+        let changed = bound_files(&row.bound_files)
+            .into_iter()
+            .find(|(path, then)| workspace.digest(path) != *then)
+            .map(|(path, _)| path);
+        if changed.is_some() {
+            self.store
+                .retire_approval(&row.id, now)
+                .map_err(host_error)?;
+        }
+        Ok(changed)
+    }
+
+    /// Keeps the preview of pending approval `id`'s call with it, and
+    /// holds the approval to the content `bound` files have now.
+    pub fn attach_preview(
+        &self,
+        id: &str,
+        preview: &Preview,
+        bound: &BTreeMap<String, Option<String>>,
+    ) -> Result<(), StoreError> {
+        let preview = serde_json::to_string(preview).unwrap_or_default();
+        let bound = if bound.is_empty() {
+            String::new()
+        } else {
+            serde_json::to_string(bound).unwrap_or_default()
+        };
+        self.store.set_preview(id, &preview, &bound)
     }
 
     /// The URL of a console running for this state directory, if any.

@@ -10,6 +10,7 @@ use crate::approval::Approval;
 use crate::audit::{Record, Verification};
 use crate::capability::Network;
 use crate::policy::Explanation;
+use crate::presentation::{Preview, visible};
 use crate::registry::Tool;
 use crate::when::timestamp;
 use maud::{DOCTYPE, Markup, html};
@@ -22,22 +23,6 @@ pub enum Section {
     History,
     Audit,
     Tools,
-}
-
-/// `text` with control characters written as escapes: an ANSI sequence or a
-/// bidi override in an argument shows as what it is.
-pub fn visible(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if (c.is_control() && c != '\n' && c != '\t')
-                || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-            {
-                format!("\\u{{{:04x}}}", c as u32)
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
 }
 
 /// A JSON value laid out for reading (JSON escapes every control character).
@@ -153,6 +138,18 @@ fn approval_card(approval: &Approval, tools: &[std::sync::Arc<Tool>], csrf: &str
                     (plugin_of(approval, tools).map(visible).unwrap_or_else(|| "no longer loaded in this build".into()))
                     br; code.hash { (approval.plugin_sha256) }
                 }
+                @if let Some(preview) = &approval.preview {
+                    dt { "What it would do" } dd { (preview_of(preview)) }
+                }
+                @if !approval.bound_files.is_empty() {
+                    dt { "Held to" } dd {
+                        "the current content of "
+                        @for (i, file) in approval.bound_files.iter().enumerate() {
+                            @if i > 0 { ", " } code { (visible(file)) }
+                        }
+                        ": if it changes, the approved call is refused"
+                    }
+                }
                 dt { "Why the policy asks" } dd { (visible(&approval.reason)) }
                 dt { "Rules that matched" } dd { (if approval.rules.is_empty() { "none" } else { &approval.rules }) }
                 dt { "Asked" } dd { (timestamp(approval.created_ms)) }
@@ -173,6 +170,20 @@ fn approval_card(approval: &Approval, tools: &[std::sync::Arc<Tool>], csrf: &str
             }
             @if pending { (decide_forms(approval, csrf)) }
         }
+    }
+}
+
+/// A call's preview: its title and the diff or text (escaped like every
+/// other value), or why there is none.
+fn preview_of(preview: &Preview) -> Markup {
+    match preview {
+        Preview::Shown { title, text, .. } => html! {
+            p { (visible(title)) }
+            pre.preview { (visible(text)) }
+        },
+        Preview::Failed { reason } => html! {
+            p.failed { "The plugin's preview failed, so there is none: " (visible(reason)) }
+        },
     }
 }
 

@@ -22,14 +22,17 @@ use crate::materialize::Arguments;
 use crate::outcome::{CallError, CallResult, ErrorCode, Status};
 use crate::output::{self, CheckedOutput};
 use crate::policy::{Caller, Decision, Explanation, Verdict};
+use crate::presentation::{MAX_PREVIEW_BYTES, Preview, View};
 use crate::records::Records;
 use crate::registry::{Plugin, Registry, Tool};
 use crate::sandbox::{RunContext, Sandbox};
 use crate::scheduler;
+use crate::spec::Effect;
 use crate::validation;
 use crate::workspace::{LocatedPath, Workspace};
 use children::Children;
 use futures::StreamExt;
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, RwLock, Weak};
 use std::time::Instant;
@@ -447,16 +450,32 @@ impl Controller {
         } else {
             None
         };
+        // A change a person is asked about is previewed for them, once the
+        // approval exists (see `preview`).
+        let previewed = (authorized.decision().verdict == Verdict::Ask).then(|| {
+            let resolved = authorized.call().resolved();
+            (
+                Arc::clone(resolved.tool()),
+                resolved.args().canonical().to_owned(),
+            )
+        });
         trail.begin("guards");
         let (admitted, reservation) = self.guards.check(authorized, &request.session)?;
         trail.end(|| "sandbox mode, paths, budgets and duplicates: passed".into());
         trail.begin("approval");
         let mut noted = Vec::new();
-        let admission = self
-            .records
-            .approval_book()
-            .admit(admitted, request, &mut noted);
+        let admission =
+            self.records
+                .approval_book()
+                .admit(admitted, request, &self.workspace, &mut noted);
+        let asked = noted.iter().find_map(|step| match step {
+            approval::ApprovalStep::Asked { approval_id, .. } => Some(approval_id.clone()),
+            approval::ApprovalStep::Consumed { .. } => None,
+        });
         trail.events.extend(noted.into_iter().map(Event::from));
+        if let (Some(id), Some((tool, args))) = (asked, previewed) {
+            self.preview(request, &id, &tool, &args, trail).await;
+        }
         let prepared = admission?;
         trail.end(|| {
             format!(
@@ -533,6 +552,63 @@ impl Controller {
             claim.complete(&checked);
         }
         Ok(checked)
+    }
+}
+
+impl Controller {
+    /// Asks the plugin of a call that changes the workspace how the call
+    /// would look, and keeps that with approval `id`: a `diff` rendered
+    /// against the file as it is now, which the approval is then held to.
+    /// A preview that fails says so on the approval and stops nothing.
+    async fn preview(
+        &self,
+        request: &CallRequest,
+        id: &str,
+        tool: &Tool,
+        args: &str,
+        trail: &mut Trail,
+    ) {
+        if !(tool.plugin.loaded.presents() && tool.spec.effects.contains(Effect::MutatesWorkspace))
+        {
+            return;
+        }
+        trail.begin("preview");
+        let previewed = self
+            .sandbox
+            .preview(tool, args, &request.call_id, &request.session)
+            .await;
+        let mut bound = BTreeMap::new();
+        let preview = match previewed {
+            Ok(None) => {
+                trail.end(|| "the tool has no preview".into());
+                return;
+            }
+            Ok(Some(presentation)) => {
+                let file = presentation
+                    .path
+                    .as_deref()
+                    .filter(|_| presentation.view == View::Diff);
+                let current = file.and_then(|path| {
+                    bound.insert(path.to_owned(), self.workspace.digest(path));
+                    self.workspace.read(path, MAX_PREVIEW_BYTES)
+                });
+                Preview::render(presentation, current.as_deref())
+            }
+            Err(error) => Preview::Failed {
+                reason: format!("{}: {}", error.code, error.message),
+            },
+        };
+        if let Err(e) = self
+            .records
+            .approval_book()
+            .attach_preview(id, &preview, &bound)
+        {
+            tracing::warn!(approval = id, "the preview could not be kept: {e}");
+        }
+        trail.end(|| match &preview {
+            Preview::Shown { title, .. } => format!("previewed: {title}"),
+            Preview::Failed { reason } => format!("the preview failed: {reason}"),
+        });
     }
 }
 

@@ -21,3 +21,13 @@ pub(crate) mod v0_2 {
         exports: { default: async },
     });
 }
+
+/// The optional `present` export of 0.2.0 (`wit/tool.wit`), found on an
+/// instance when a plugin has it; only its export is used.
+pub(crate) mod v0_2_present {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "presenting-plugin",
+        exports: { default: async },
+    });
+}

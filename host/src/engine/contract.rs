@@ -8,9 +8,10 @@
 //! network. Never decides anything about a plugin: checking what it
 //! declared is the describing step's job.
 
-use super::bindings::{v0_1, v0_2};
+use super::bindings::{v0_1, v0_2, v0_2_present};
 use super::state::CallState;
 use crate::content::{Block, Bytes, ResourceContents};
+use crate::presentation::{Presentation, View};
 use crate::spec::{Effect, Effects, FsNeed, Risk};
 use std::fmt;
 use wasmtime::Store;
@@ -310,6 +311,54 @@ impl PluginPre {
                 Ok(specs)
             }
         }
+    }
+
+    /// Starts the plugin and asks how a call of tool `name` on `args`
+    /// would look; none when it has no `present` export (every 0.1.0
+    /// plugin) or no preview for the tool.
+    pub(crate) async fn preview(
+        &self,
+        store: &mut Store<CallState>,
+        name: &str,
+        args: &str,
+        cx: CallContext,
+    ) -> GuestResult<Option<Presentation>> {
+        let PluginPre::V0_2(pre) = self else {
+            return Ok(None);
+        };
+        let instance = pre
+            .instance_pre()
+            .instantiate_async(&mut *store)
+            .await
+            .map_err(|e| (Phase::Instantiate, e))?;
+        let Ok(plugin) = v0_2_present::PresentingPlugin::new(&mut *store, &instance) else {
+            return Ok(None);
+        };
+        use v0_2_present::exports::toolwarden::tool::present::View as V;
+        use v0_2_present::exports::toolwarden::tool::tool::CallContext as Cx;
+        let cx = Cx {
+            call_id: cx.call_id,
+            session_id: cx.session_id,
+            workspace: cx.workspace,
+        };
+        let shown = plugin
+            .toolwarden_tool_present()
+            .call_preview(&mut *store, name, args, &cx)
+            .await
+            .map_err(|e| (Phase::Call, e))?;
+        Ok(shown.map(|p| Presentation {
+            view: match p.view {
+                V::Terminal => View::Terminal,
+                V::Diff => View::Diff,
+                V::Search => View::Search,
+                V::Read => View::Read,
+                V::Web => View::Web,
+                V::Generic => View::Generic,
+            },
+            title: p.title,
+            path: p.path,
+            body: p.body,
+        }))
     }
 
     /// Starts the plugin and runs tool `name` on `args`.

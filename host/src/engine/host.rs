@@ -8,6 +8,7 @@
 use super::bindings::{v0_1, v0_2};
 use super::state::CallState;
 use crate::call::{ChildCalls, Progress};
+use crate::presentation::cut_to;
 use std::time::{Duration, Instant};
 
 /// Log text one call may write through `log`; later lines are dropped so a
@@ -44,17 +45,6 @@ impl ProgressGate {
         self.last = Some(now);
         true
     }
-}
-
-fn cut(mut text: String, max: usize) -> String {
-    if text.len() > max {
-        let mut end = max;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
-    }
-    text
 }
 
 /// Severity of a plugin's log line, whatever contract it speaks.
@@ -101,7 +91,7 @@ impl CallState {
             sink.report(Progress {
                 done,
                 total,
-                message: message.map(|m| cut(m, MAX_PROGRESS_MESSAGE_BYTES)),
+                message: message.map(|m| cut_to(m, MAX_PROGRESS_MESSAGE_BYTES)),
             });
         }
     }
@@ -150,7 +140,9 @@ impl v0_2::toolwarden::tool::compose::Host for CallState {
             return Err(ChildError {
                 call_id: String::new(),
                 code: crate::outcome::ErrorCode::NestingLimit.as_str().to_owned(),
-                message: "tools cannot be called while a plugin lists its tools".into(),
+                message: "no tool can be called from here: only a call's own run may call \
+                          other tools, not `tools()` and not a preview"
+                    .into(),
             });
         };
         match ChildCalls::call(&*children, name, args_json).await {

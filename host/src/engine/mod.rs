@@ -53,6 +53,7 @@ pub struct LoadedPlugin {
     pub(crate) pre: PluginPre,
     origin: Origin,
     imports: Vec<String>,
+    presents: bool,
 }
 
 impl LoadedPlugin {
@@ -74,10 +75,17 @@ impl LoadedPlugin {
     pub fn composes(&self) -> bool {
         self.imports.iter().any(|name| name == COMPOSE_IMPORT)
     }
+
+    /// Whether it exports `present`, so its tools may preview their calls.
+    pub fn presents(&self) -> bool {
+        self.presents
+    }
 }
 
 /// The import through which a plugin calls other tools.
 pub const COMPOSE_IMPORT: &str = "toolwarden:tool/compose@0.2.0";
+/// The export through which a plugin previews its calls.
+pub const PRESENT_EXPORT: &str = "toolwarden:tool/present@0.2.0";
 
 impl fmt::Debug for LoadedPlugin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -172,6 +180,10 @@ impl Engine {
             .imports(&self.wasmtime)
             .map(|(name, _)| name.to_owned())
             .collect();
+        let presents = component
+            .component_type()
+            .exports(&self.wasmtime)
+            .any(|(name, _)| name == PRESENT_EXPORT);
         let pre = self
             .linker
             .instantiate_pre(&component)
@@ -181,6 +193,7 @@ impl Engine {
             pre,
             origin,
             imports,
+            presents,
         })
     }
 

@@ -13,6 +13,7 @@
 //! again cannot do harm is run again in a fresh store ([`retry`]), within
 //! the same deadline.
 
+mod preview;
 mod retry;
 mod run;
 mod teardown;

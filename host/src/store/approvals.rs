@@ -60,6 +60,13 @@ pub struct ApprovalRow {
     pub rules: String,
     /// The profile of the session that asked (`""`: none).
     pub profile: String,
+    /// What the call would do, as the plugin previewed it (JSON of a
+    /// [`crate::presentation::Preview`]), once the preview ran.
+    pub preview: Option<String>,
+    /// Workspace files the approval holds to their content when it was
+    /// asked: a JSON object of path -> SHA-256 (`null`: the file did not
+    /// exist). `""`: none.
+    pub bound_files: String,
 }
 
 /// What an attempt to consume an approval found.
@@ -109,7 +116,8 @@ impl ApprovalRow {
 }
 
 const COLUMNS: &str = "id, tool, args, args_digest, session, plugin_sha256, grant_fs, policy_hash, reason, \
-                       state, decided_reason, created_ms, expires_ms, decided_ms, consumed_ms, grant_net, decided_by, rules, profile";
+                       state, decided_reason, created_ms, expires_ms, decided_ms, consumed_ms, grant_net, decided_by, rules, profile, \
+                       preview, bound_files";
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<ApprovalRow> {
     Ok(ApprovalRow {
@@ -132,6 +140,8 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<ApprovalRow> {
         decided_by: r.get(16)?,
         rules: r.get(17)?,
         profile: r.get(18)?,
+        preview: r.get(19)?,
+        bound_files: r.get(20)?,
     })
 }
 
@@ -139,7 +149,7 @@ impl Store {
     pub fn insert_approval(&self, row: &ApprovalRow) -> Result<(), StoreError> {
         self.conn()
             .execute(
-                &format!("INSERT INTO approvals ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"),
+                &format!("INSERT INTO approvals ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"),
                 params![
                     row.id,
                     row.tool,
@@ -159,7 +169,9 @@ impl Store {
                     row.grant_net,
                     row.decided_by,
                     row.rules,
-                    row.profile
+                    row.profile,
+                    row.preview,
+                    row.bound_files
                 ],
             )
             .map(drop)
@@ -228,10 +240,39 @@ impl Store {
         self.conn()
             .query_row(
                 "SELECT count(*) + coalesce(max(created_ms), 0) + coalesce(sum(decided_ms), 0) \
-                 + coalesce(sum(consumed_ms), 0) FROM approvals",
+                 + coalesce(sum(consumed_ms), 0) + count(preview) FROM approvals",
                 [],
                 |r| r.get(0),
             )
+            .map_err(|e| self.error(e))
+    }
+
+    /// Attaches the preview of a pending approval's call, and the files
+    /// it holds to their content.
+    pub fn set_preview(
+        &self,
+        id: &str,
+        preview: &str,
+        bound_files: &str,
+    ) -> Result<(), StoreError> {
+        self.conn()
+            .execute(
+                "UPDATE approvals SET preview = ?2, bound_files = ?3 WHERE id = ?1 AND state = 'pending'",
+                params![id, preview, bound_files],
+            )
+            .map(drop)
+            .map_err(|e| self.error(e))
+    }
+
+    /// Makes an approval expire now (if it has not already), so that it is
+    /// neither found for its call nor usable.
+    pub fn retire_approval(&self, id: &str, now: i64) -> Result<(), StoreError> {
+        self.conn()
+            .execute(
+                "UPDATE approvals SET expires_ms = min(expires_ms, ?2) WHERE id = ?1",
+                params![id, now],
+            )
+            .map(drop)
             .map_err(|e| self.error(e))
     }
 
@@ -339,6 +380,8 @@ mod tests {
             decided_by: None,
             rules: String::new(),
             profile: String::new(),
+            preview: None,
+            bound_files: String::new(),
         }
     }
 

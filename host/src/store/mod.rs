@@ -29,7 +29,7 @@ pub const DB_FILE: &str = "toolwarden.db";
 /// How long a writer waits for another process's transaction.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bump with every migration below.
-const SCHEMA_VERSION: i64 = 6;
+const SCHEMA_VERSION: i64 = 7;
 
 const MIGRATION_1: &str = "
 CREATE TABLE audit (
@@ -107,6 +107,13 @@ CREATE TABLE idempotency (
 /// `call` record; `audit --call` follows these down a tree.
 const MIGRATION_6: &str = "
 CREATE INDEX audit_parent ON audit(json_extract(data, '$.parent')) WHERE kind = 'call';
+";
+
+/// Approvals keep the preview of their call and the files they hold to
+/// the content those had when the approval was asked.
+const MIGRATION_7: &str = "
+ALTER TABLE approvals ADD COLUMN preview TEXT;
+ALTER TABLE approvals ADD COLUMN bound_files TEXT NOT NULL DEFAULT '';
 ";
 
 /// A database failure, with the file it concerns.
@@ -213,6 +220,7 @@ impl Store {
             (4, MIGRATION_4),
             (5, MIGRATION_5),
             (6, MIGRATION_6),
+            (7, MIGRATION_7),
         ] {
             if version >= to {
                 continue;

@@ -233,6 +233,33 @@ impl Workspace {
     }
 
     /// Where `text` leads from the workspace root.
+    /// The content of workspace file `rel`, up to `max` bytes; none when
+    /// there is no such file inside the workspace (a link out of it
+    /// included) or it cannot be read.
+    pub fn read(&self, rel: &str, max: usize) -> Option<Vec<u8>> {
+        use std::io::Read;
+        let file = self.dir.open(rel.trim_start_matches('/')).ok()?;
+        if !file.metadata().ok()?.is_file() {
+            return None;
+        }
+        let mut bytes = Vec::new();
+        file.take(max as u64).read_to_end(&mut bytes).ok()?;
+        Some(bytes)
+    }
+
+    /// SHA-256 (hex) of workspace file `rel` as it is now; none when there
+    /// is no such file. What an approval holds a previewed file to.
+    pub fn digest(&self, rel: &str) -> Option<String> {
+        use sha2::Digest;
+        let mut file = self.dir.open(rel.trim_start_matches('/')).ok()?;
+        if !file.metadata().ok()?.is_file() {
+            return None;
+        }
+        let mut hasher = sha2::Sha256::new();
+        std::io::copy(&mut file, &mut hasher).ok()?;
+        Some(hex::encode(hasher.finalize()))
+    }
+
     pub fn place(&self, text: &str) -> Place {
         match resolve::resolve(&self.dir, &self.root, text) {
             Ok(resolved) => {

@@ -9,7 +9,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::io::{ErrorKind, Read};
-use toolwarden_plugin::{Context, Effects, Filesystem, Risk, Tool, ToolError, WorkspacePath};
+use toolwarden_plugin::{
+    Context, Effects, Filesystem, Presentation, Risk, Tool, ToolError, View, WorkspacePath,
+};
 
 /// Largest file `read_file` returns in one call; larger reads are truncated
 /// and say so, so a model never mistakes a prefix for the whole file.
@@ -65,6 +67,14 @@ pub fn tools() -> Vec<Tool> {
             write_file,
         )
         .title("Write a text file")
+        .preview(|args: WriteArgs, _| {
+            Some(Presentation {
+                view: View::Diff,
+                title: format!("write {} bytes to {}", args.content.len(), args.path),
+                path: Some(args.path.to_string()),
+                body: args.content,
+            })
+        })
         .effects(Effects::MUTATES_WORKSPACE | Effects::IDEMPOTENT)
         .risk(Risk::Normal)
         .filesystem(Filesystem::WorkspaceWrite)

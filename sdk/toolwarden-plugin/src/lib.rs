@@ -59,6 +59,7 @@ pub mod bindings {
     });
 }
 
+pub use bindings::exports::toolwarden::tool::present::{Presentation, View};
 use bindings::exports::toolwarden::tool::tool as wit;
 pub use bindings::toolwarden::tool::compose::{ChildError, ChildOutput};
 pub use bindings::toolwarden::tool::host::Level;
@@ -339,6 +340,7 @@ pub struct Output {
 }
 
 type Handler = Box<dyn Fn(&str, &Context) -> Result<Output, ToolError>>;
+type Previewer = Box<dyn Fn(&str, &Context) -> Option<Presentation>>;
 
 /// One tool: its declaration and its handler.
 pub struct Tool {
@@ -357,6 +359,7 @@ pub struct Tool {
     credentials: Vec<String>,
     keyed: bool,
     handler: Handler,
+    preview: Option<Previewer>,
 }
 
 impl Tool {
@@ -387,6 +390,7 @@ impl Tool {
             origins: Vec::new(),
             credentials: Vec::new(),
             keyed: false,
+            preview: None,
             handler: Box::new(move |args, ctx| {
                 let args: A = serde_json::from_str(args).map_err(|e| {
                     ToolError::InvalidArgs(format!(
@@ -405,6 +409,25 @@ impl Tool {
                 })
             }),
         }
+    }
+
+    /// How a call of this tool looks before it runs, for the person the
+    /// policy asks to approve it: `preview` gets the call's arguments (the
+    /// handler's type) and returns a [`Presentation`], e.g. a
+    /// [`View::Diff`] of the file a write would leave. The host runs it in
+    /// a sandbox that cannot write; `None` (or arguments it cannot read)
+    /// means no preview.
+    pub fn preview<A, F>(mut self, preview: F) -> Tool
+    where
+        A: DeserializeOwned,
+        F: Fn(A, &Context) -> Option<Presentation> + 'static,
+    {
+        self.preview = Some(Box::new(move |args, ctx| {
+            serde_json::from_str(args)
+                .ok()
+                .and_then(|args| preview(args, ctx))
+        }));
+        self
     }
 
     /// A short human-readable title (default: the name).
@@ -538,6 +561,22 @@ pub mod __private {
             .collect()
     }
 
+    pub fn preview(
+        tools: Vec<Tool>,
+        name: &str,
+        args_json: &str,
+        ctx: wit::CallContext,
+    ) -> Option<Presentation> {
+        let tool = tools.iter().find(|t| t.name == name)?;
+        let ctx = Context {
+            call_id: ctx.call_id,
+            session_id: ctx.session_id,
+            workspace: ctx.workspace.map(PathBuf::from),
+            attached: true,
+        };
+        tool.preview.as_ref()?(args_json, &ctx)
+    }
+
     pub fn invoke(
         tools: Vec<Tool>,
         name: &str,
@@ -594,6 +633,16 @@ macro_rules! export {
         impl $crate::bindings::exports::toolwarden::tool::keyed::Guest for __ToolwardenPlugin {
             fn keyed_tools() -> ::std::vec::Vec<::std::string::String> {
                 $crate::__private::keyed($tools())
+            }
+        }
+
+        impl $crate::bindings::exports::toolwarden::tool::present::Guest for __ToolwardenPlugin {
+            fn preview(
+                name: ::std::string::String,
+                args_json: ::std::string::String,
+                ctx: $crate::bindings::exports::toolwarden::tool::tool::CallContext,
+            ) -> ::std::option::Option<$crate::Presentation> {
+                $crate::__private::preview($tools(), &name, &args_json, ctx)
             }
         }
 
