@@ -53,6 +53,8 @@ pub struct LoadedPlugin {
     pub(crate) pre: PluginPre,
     origin: Origin,
     imports: Vec<String>,
+    /// Asked on every call: found once, at load.
+    composes: bool,
     presents: bool,
 }
 
@@ -73,7 +75,7 @@ impl LoadedPlugin {
 
     /// Whether it imports `compose`, so its tools may call other tools.
     pub fn composes(&self) -> bool {
-        self.imports.iter().any(|name| name == COMPOSE_IMPORT)
+        self.composes
     }
 
     /// Whether it exports `present`, so its tools may preview their calls.
@@ -175,11 +177,12 @@ impl Engine {
                 (component, Origin::Compiled)
             }
         };
-        let imports = component
+        let imports: Vec<String> = component
             .component_type()
             .imports(&self.wasmtime)
             .map(|(name, _)| name.to_owned())
             .collect();
+        let composes = imports.iter().any(|name| name == COMPOSE_IMPORT);
         let presents = component
             .component_type()
             .exports(&self.wasmtime)
@@ -193,6 +196,7 @@ impl Engine {
             pre,
             origin,
             imports,
+            composes,
             presents,
         })
     }
