@@ -356,7 +356,22 @@ impl Approvals {
         // used, and a retry of a call still waiting reuses its approval. One
         // whose previewed file changed since is retired, and asked anew.
         let id = match &request.approval {
-            Some(id) => id.clone(),
+            Some(id) => {
+                if let Some(row) = self.store.approval(id).map_err(host_error)?
+                    && let Some(path) = self.changed_file(&row, workspace, now)?
+                {
+                    return Err(CallError::new(
+                        ErrorCode::ApprovalInvalid,
+                        format!(
+                            "`{path}` changed since approval `{id}` was asked, so what was approved is not \
+                             what would run; nothing ran. Repeat the call without `--approval` to ask again \
+                             with the file as it is now"
+                        ),
+                    )
+                    .with_approval(id.clone()));
+                }
+                id.clone()
+            }
             None => match self
                 .store
                 .matching_approval(&this_call, now)
@@ -379,18 +394,6 @@ impl Approvals {
         };
         let refused =
             |code, message: String| Err(CallError::new(code, message).with_approval(id.clone()));
-        if let Some(row) = self.store.approval(&id).map_err(host_error)?
-            && let Some(path) = self.changed_file(&row, workspace, now)?
-        {
-            return refused(
-                ErrorCode::ApprovalInvalid,
-                format!(
-                    "`{path}` changed since approval `{id}` was asked, so what was approved is not \
-                     what would run; nothing ran. Repeat the call without `--approval` to ask again \
-                     with the file as it is now"
-                ),
-            );
-        }
         match self
             .store
             .consume_approval(&id, &this_call, now)

@@ -452,13 +452,14 @@ impl Controller {
         };
         // A change a person is asked about is previewed for them, once the
         // approval exists (see `preview`).
-        let previewed = (authorized.decision().verdict == Verdict::Ask).then(|| {
+        let previewed = {
             let resolved = authorized.call().resolved();
-            (
-                Arc::clone(resolved.tool()),
-                resolved.args().canonical().to_owned(),
-            )
-        });
+            let tool = resolved.tool();
+            (authorized.decision().verdict == Verdict::Ask
+                && tool.plugin.loaded.presents()
+                && tool.spec.effects.contains(Effect::MutatesWorkspace))
+            .then(|| (Arc::clone(tool), resolved.args().canonical().to_owned()))
+        };
         trail.begin("guards");
         let (admitted, reservation) = self.guards.check(authorized, &request.session)?;
         trail.end(|| "sandbox mode, paths, budgets and duplicates: passed".into());
@@ -568,10 +569,6 @@ impl Controller {
         args: &str,
         trail: &mut Trail,
     ) {
-        if !(tool.plugin.loaded.presents() && tool.spec.effects.contains(Effect::MutatesWorkspace))
-        {
-            return;
-        }
         trail.begin("preview");
         let previewed = self
             .sandbox

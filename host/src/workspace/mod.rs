@@ -238,23 +238,24 @@ impl Workspace {
     /// included) or it cannot be read.
     pub fn read(&self, rel: &str, max: usize) -> Option<Vec<u8>> {
         use std::io::Read;
-        let file = self.dir.open(rel.trim_start_matches('/')).ok()?;
-        if !file.metadata().ok()?.is_file() {
-            return None;
-        }
+        let file = self.open_file(rel)?;
         let mut bytes = Vec::new();
         file.take(max as u64).read_to_end(&mut bytes).ok()?;
         Some(bytes)
+    }
+
+    /// Workspace file `rel`, opened inside the workspace only; none when it
+    /// is missing, not a regular file, or out of reach.
+    fn open_file(&self, rel: &str) -> Option<cap_std::fs::File> {
+        let file = self.dir.open(rel.trim_start_matches('/')).ok()?;
+        file.metadata().ok()?.is_file().then_some(file)
     }
 
     /// SHA-256 (hex) of workspace file `rel` as it is now; none when there
     /// is no such file. What an approval holds a previewed file to.
     pub fn digest(&self, rel: &str) -> Option<String> {
         use sha2::Digest;
-        let mut file = self.dir.open(rel.trim_start_matches('/')).ok()?;
-        if !file.metadata().ok()?.is_file() {
-            return None;
-        }
+        let mut file = self.open_file(rel)?;
         let mut hasher = sha2::Sha256::new();
         std::io::copy(&mut file, &mut hasher).ok()?;
         Some(hex::encode(hasher.finalize()))
