@@ -86,7 +86,7 @@ pub use capability::{FsAccess, Grant, GrantedOrigin, Network, NetworkGrant, Reac
 pub use check::{Problem, Report};
 pub use config::{Config, ConfigBuilder, DEFAULT_CONFIG_FILE};
 pub use content::{Block, BlockSummary, Bytes, ResourceContents};
-pub use controller::{Controller, Inspection};
+pub use controller::{Controller, Inspection, ShownCall};
 pub use egress::{RequestDecision, RequestRecord};
 /// The tuned wasmtime configuration, for `make bench`'s bare-engine floor.
 #[doc(hidden)]
@@ -99,7 +99,7 @@ pub use limits::Limits;
 pub use origin::OriginPattern;
 pub use outcome::{CallError, CallResult, ChildCall, ErrorCode, Status, TraceStep};
 pub use policy::{Decision, Verdict};
-pub use presentation::{Preview, View};
+pub use presentation::{Rendered, View};
 pub use records::Records;
 pub use records::{AuditFilter, DB_FILE, HEAD_FILE, Head};
 pub use registry::{LoadFailure, Plugin, Registry, Tool};

@@ -1,8 +1,10 @@
-//! How a call looks before it runs (seed 002's views): what a plugin's
-//! `present.preview` said, and what a person is shown of it. A `diff` is
-//! rendered here, by the host, against the file as it is now, so the
-//! person sees the change the call would make, not the plugin's account
-//! of it. Never runs a plugin and never reads the workspace itself: the
+//! How a call looks (seed 002's views): what a plugin's `present.preview`
+//! said of a call before it runs, or its `show.show-result` of a finished
+//! one, and what a person is shown of it. A preview's `diff` is rendered
+//! here, by the host, against the file as it is now, so the person sees
+//! the change the call would make, not the plugin's account of it; a
+//! result's view is shown as given, since the file it changed has moved on
+//! since. Never runs a plugin and never reads the workspace itself: the
 //! caller hands it the file's current bytes.
 
 use serde::{Deserialize, Serialize};
@@ -22,6 +24,19 @@ pub enum View {
     Generic,
 }
 
+impl View {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            View::Terminal => "terminal",
+            View::Diff => "diff",
+            View::Search => "search",
+            View::Read => "read",
+            View::Web => "web",
+            View::Generic => "generic",
+        }
+    }
+}
+
 /// What a plugin said a call would do.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Presentation {
@@ -31,56 +46,57 @@ pub struct Presentation {
     pub body: String,
 }
 
-/// What an approval shows of its call: the rendered preview, or why there
-/// is none.
+/// What a person is shown of a plugin's view of a call (an approval's
+/// preview, a finished call's result), or why there is none.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
-pub enum Preview {
+pub enum Rendered {
     Shown {
         view: View,
         title: String,
         #[serde(skip_serializing_if = "Option::is_none", default)]
         path: Option<String>,
-        /// For `diff`: a unified diff against the file as it was when the
-        /// approval was asked; otherwise the plugin's text.
+        /// For a preview's `diff`: a unified diff against the file as it
+        /// was when the approval was asked; otherwise the plugin's text.
         text: String,
     },
-    /// The plugin's preview failed or ran out of time: the approval was
-    /// asked anyway.
+    /// The plugin's view failed or ran out of time: the approval was asked
+    /// (the call is shown) without it.
     Failed { reason: String },
 }
 
-impl Preview {
-    /// Renders `presentation`; `current` is the file its `path` names as it
-    /// is now (`None`: there is no such file).
-    pub fn render(presentation: Presentation, current: Option<&[u8]>) -> Preview {
-        let Presentation {
-            view,
-            title,
-            path,
-            body,
-        } = presentation;
-        let text = match (view, &path) {
-            (View::Diff, Some(path)) => {
-                let before = current.map(String::from_utf8_lossy).unwrap_or_default();
-                let diff = similar::TextDiff::from_lines(before.as_ref(), body.as_str());
-                let old = if current.is_some() {
-                    format!("a/{path}")
-                } else {
-                    "/dev/null".to_owned()
-                };
-                diff.unified_diff()
-                    .context_radius(3)
-                    .header(&old, &format!("b/{path}"))
-                    .to_string()
-            }
-            _ => body,
+impl Rendered {
+    /// Renders a preview; `current` is the file its `path` names as it is
+    /// now (`None`: there is no such file).
+    pub fn preview(presentation: Presentation, current: Option<&[u8]>) -> Rendered {
+        let (View::Diff, Some(path)) = (presentation.view, &presentation.path) else {
+            return Rendered::result(presentation);
         };
-        Preview::Shown {
-            view,
-            title: cut(title, 512),
-            path,
-            text: cut(text, MAX_PREVIEW_BYTES),
+        let before = current.map(String::from_utf8_lossy).unwrap_or_default();
+        let diff = similar::TextDiff::from_lines(before.as_ref(), presentation.body.as_str());
+        let old = if current.is_some() {
+            format!("a/{path}")
+        } else {
+            "/dev/null".to_owned()
+        };
+        let body = diff
+            .unified_diff()
+            .context_radius(3)
+            .header(&old, &format!("b/{path}"))
+            .to_string();
+        Rendered::result(Presentation {
+            body,
+            ..presentation
+        })
+    }
+
+    /// Renders a finished call's view: its body as the plugin gave it.
+    pub fn result(presentation: Presentation) -> Rendered {
+        Rendered::Shown {
+            view: presentation.view,
+            title: cut(presentation.title, 512),
+            path: presentation.path,
+            text: cut(presentation.body, MAX_PREVIEW_BYTES),
         }
     }
 }
@@ -119,7 +135,7 @@ fn cut(text: String, max: usize) -> String {
         return text;
     }
     let mut text = cut_to(text, max);
-    text.push_str("\n[... cut: the preview is longer than the host keeps]");
+    text.push_str("\n[... cut: the view is longer than the host keeps]");
     text
 }
 
@@ -138,7 +154,7 @@ mod tests {
 
     #[test]
     fn a_diff_is_rendered_against_the_file_as_it_is() {
-        let Preview::Shown { text, .. } = Preview::render(
+        let Rendered::Shown { text, .. } = Rendered::preview(
             diff("notes.md", "one\nTWO\nthree\n"),
             Some(b"one\ntwo\nthree\n"),
         ) else {
@@ -149,11 +165,22 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("-two\n+TWO\n"), "{text}");
-        let Preview::Shown { text, .. } = Preview::render(diff("new.md", "hello\n"), None) else {
+        let Rendered::Shown { text, .. } = Rendered::preview(diff("new.md", "hello\n"), None)
+        else {
             panic!("shown");
         };
         assert!(text.starts_with("--- /dev/null\n+++ b/new.md\n"), "{text}");
         assert!(text.contains("+hello"), "{text}");
+    }
+
+    #[test]
+    fn a_results_diff_is_shown_as_the_plugin_gave_it() {
+        let Rendered::Shown { text, view, .. } = Rendered::result(diff("notes.md", "-a\n+b\n"))
+        else {
+            panic!("shown");
+        };
+        assert_eq!(view, View::Diff);
+        assert_eq!(text, "-a\n+b\n");
     }
 
     #[test]
@@ -164,7 +191,7 @@ mod tests {
             path: None,
             body: "x".repeat(MAX_PREVIEW_BYTES + 10),
         };
-        let Preview::Shown { text, view, .. } = Preview::render(long, None) else {
+        let Rendered::Shown { text, view, .. } = Rendered::preview(long, None) else {
             panic!("shown");
         };
         assert_eq!(view, View::Generic);

@@ -4,11 +4,11 @@
 //! fan-out, stopped with its parent, and recorded in a tree that
 //! `audit --call` shows whole.
 
-use crate::harness::{ALLOW_ALL, TestHost, run_cli, runtime};
+use crate::harness::{ALLOW_ALL, TestHost, audit, outcome_of, run_cli, runtime};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use toolwarden::{AuditFilter, CallRequest, CallResult, Controller, ErrorCode, Record, Status};
+use toolwarden::{CallRequest, CallResult, Controller, ErrorCode, Record, Status};
 use toolwarden_tests::{CALC, COMPOSER, HOSTILE};
 
 fn host(config: &str) -> (TestHost, Arc<Controller>) {
@@ -43,15 +43,6 @@ fn reported(result: &CallResult) -> Vec<(String, Option<String>)> {
             )
         })
         .collect()
-}
-
-fn audit(host: &Controller, call_id: &str) -> Vec<Record> {
-    host.records()
-        .audit(&AuditFilter {
-            call_id: Some(call_id.to_owned()),
-            ..AuditFilter::default()
-        })
-        .unwrap()
 }
 
 fn add(a: i64, b: i64) -> Value {
@@ -346,20 +337,6 @@ fn nested_calls_count_against_the_sessions_budget() {
 
 /// The outcome record of `call_id`, once it is written (a child stopped
 /// with its parent ends on its own task, just after).
-fn outcome_of(host: &Controller, call_id: &str) -> Record {
-    let until = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(r) = audit(host, call_id)
-            .into_iter()
-            .find(|r| r.kind == "outcome" && r.call_id == call_id)
-        {
-            return r;
-        }
-        assert!(Instant::now() < until, "{call_id} never ended");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn cancelling_or_timing_out_the_parent_stops_its_child() {
     let (_t, host) = host(ALLOW_ALL);

@@ -56,6 +56,19 @@ fn a_plugin_built_against_0_1_0_runs_with_the_host_interface_and_the_workspace()
     assert_eq!(r.content.as_deref(), Some("first line: hello"));
     let reports = reports.lock().unwrap();
     assert_eq!(reports.first(), Some(&(0, Some(2))), "{reports:?}");
+
+    // Read back later, its call has no view: 0.1.0 has no `show` export.
+    crate::harness::outcome_of(&host, r.call_id.as_str());
+    let shown = runtime()
+        .block_on(host.show_call(r.call_id.as_str()))
+        .unwrap()
+        .expect("the call is in the audit log");
+    assert_eq!(shown.outcome.as_deref(), Some("ok"));
+    assert!(shown.result.is_none(), "{shown:#?}");
+    assert_eq!(
+        shown.no_result.as_deref(),
+        Some("its plugin does not show results")
+    );
 }
 
 #[test]

@@ -4,8 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use toolwarden::{
-    CallRequest, CallResult, Config, ConfigBuilder, Controller, ErrorCode, SandboxMode, Status,
+    AuditFilter, CallRequest, CallResult, Config, ConfigBuilder, Controller, ErrorCode, Record,
+    SandboxMode, Status,
 };
 
 /// Allows every tool: for tests that exercise something other than policy.
@@ -287,4 +289,30 @@ pub fn on_a_terminal(mut script: Command, args: &str, answer: &str) -> (i32, Str
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).replace('\r', ""),
     )
+}
+
+/// The audit records of `call_id` and of the calls under it.
+pub fn audit(host: &Controller, call_id: &str) -> Vec<Record> {
+    host.records()
+        .audit(&AuditFilter {
+            call_id: Some(call_id.to_owned()),
+            ..AuditFilter::default()
+        })
+        .unwrap()
+}
+
+/// The outcome record of `call_id`, once the audit writer has put it on
+/// disk (it writes after the result is returned).
+pub fn outcome_of(host: &Controller, call_id: &str) -> Record {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(r) = audit(host, call_id)
+            .into_iter()
+            .find(|r| r.kind == "outcome" && r.call_id == call_id)
+        {
+            return r;
+        }
+        assert!(Instant::now() < until, "{call_id} never ended");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

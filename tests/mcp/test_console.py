@@ -89,6 +89,14 @@ def mcp_client(url: str):
     return client, streamable_http_client(url, http_client=client)
 
 
+async def call_tool(mcp: str, name: str, args: dict):
+    """One call from a fresh MCP client session."""
+    client, transport = mcp_client(mcp)
+    async with client, transport as (r, w), ClientSession(r, w) as s:
+        await s.initialize()
+        return await s.call_tool(name, args)
+
+
 def meta(result) -> dict:
     return result.meta["toolwarden"]
 
@@ -170,10 +178,7 @@ async def test_what_an_agent_writes_shows_as_text_and_no_script_runs(host, serve
     mcp, console = served
     watched = await signed_in(browser, console)
     page = watched.page
-    client, transport = mcp_client(mcp)
-    async with client, transport as (r, w), ClientSession(r, w) as s:
-        await s.initialize()
-        approval = meta(await s.call_tool("write_file", HOSTILE))["approval_id"]
+    approval = meta(await call_tool(mcp, "write_file", HOSTILE))["approval_id"]
     for url in (console, f"{console}/approvals/{approval}", f"{console}/audit"):
         await page.goto(url)
         await page.wait_for_timeout(300)
@@ -185,6 +190,33 @@ async def test_what_an_agent_writes_shows_as_text_and_no_script_runs(host, serve
     assert await page.locator("main img").count() == 0, "no element was made from the arguments"
     assert await page.locator("main script").count() == 0
     assert watched.dialogs == [], watched.dialogs
+
+
+async def test_a_finished_call_shows_as_its_tool_shows_it_and_as_text(host, served, browser):
+    """The call page asks the tool's plugin how the result looks (its `show`
+    export), from what the audit log kept: a file read after the call
+    changed shows as it was read, and markup in it stays text."""
+    (host.workspace / "page.html").write_text(HOSTILE["content"])
+    mcp, console = served
+    watched = await signed_in(browser, console)
+    page = watched.page
+    read = await call_tool(mcp, "read_file", {"path": "page.html"})
+    assert not read.is_error, read
+    call_id = meta(read)["call_id"]
+    (host.workspace / "page.html").write_text("rewritten after the call")
+    for _ in range(50):
+        await page.goto(f"{console}/audit/call/{call_id}")
+        if await page.locator("section.result").count():
+            break
+        await page.wait_for_timeout(100)
+    view = await page.inner_text("section.result")
+    assert "As its tool shows it" in view and "read page.html" in view and "(read)" in view, view
+    assert "<script>alert('args')</script>" in view, view
+    assert "rewritten after the call" not in view, "shown from the audit log, not the file"
+    assert await page.locator("main img").count() == 0
+    assert await page.locator("main script").count() == 0
+    assert watched.dialogs == [] and watched.errors == [], (watched.dialogs, watched.errors)
+    await shot(page, "call-view")
 
 
 def raw(url: str, method: str = "GET", headers: dict | None = None, body: bytes | None = None):

@@ -18,7 +18,7 @@ use crate::guards::AdmittedCall;
 use crate::materialize::Arguments;
 use crate::outcome::{CallError, ErrorCode};
 use crate::policy::Clearance;
-use crate::presentation::Preview;
+use crate::presentation::Rendered;
 use crate::registry::Tool;
 use crate::settings::{SettingError, bounded};
 use crate::store::{ApprovalRow, ApprovalState, Binding, Consumed, Store, StoreError, now_ms};
@@ -115,7 +115,7 @@ pub struct Approval {
     /// What the call would do, as its plugin previewed it (a `diff`
     /// rendered against the file as it was when asked), or why the
     /// preview failed; none when the tool has no preview.
-    pub preview: Option<Preview>,
+    pub preview: Option<Rendered>,
     /// Workspace files the approval holds to the content they had when
     /// it was asked.
     pub bound_files: Vec<String>,
@@ -464,7 +464,7 @@ impl Approvals {
     pub fn attach_preview(
         &self,
         id: &str,
-        preview: &Preview,
+        preview: &Rendered,
         bound: &BTreeMap<String, Option<String>>,
     ) -> Result<(), StoreError> {
         let preview = serde_json::to_string(preview).unwrap_or_default();

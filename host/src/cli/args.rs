@@ -264,6 +264,15 @@ pub enum AuditCommand {
         #[arg(long)]
         json: bool,
     },
+    /// One call read back: how it ended, its approval's preview, and its
+    /// result as its tool shows it (replayed from the audit log)
+    Show {
+        /// The call's id (`toolwarden audit` lists them)
+        id: String,
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
     /// How each tool behaved: calls, outcomes, refusals, approvals, duration, fuel, output size
     Stats {
         /// Print JSON

@@ -233,6 +233,10 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
             ..
         } => commands::audit::head(&config()?, json, printer),
         Command::Audit {
+            command: Some(AuditCommand::Show { id, json }),
+            ..
+        } => commands::audit::show(config()?, &id, json, printer),
+        Command::Audit {
             command: Some(AuditCommand::Stats { json, since, tool }),
             ..
         } => commands::audit::stats(&config()?, json, since.as_deref(), tool, printer),

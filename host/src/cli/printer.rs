@@ -1,6 +1,7 @@
 //! The one place the CLI writes to stdout and stderr. Writing errors (a
 //! closed pipe, say) are ignored: there is nobody left to tell.
 
+use crate::presentation::{Rendered, visible};
 use std::fmt::Display;
 use std::io::Write;
 
@@ -24,6 +25,25 @@ impl Printer {
     /// A side note for the person at the terminal (stderr, not the output).
     pub fn note(&self, line: impl Display) {
         let _ = writeln!(std::io::stderr().lock(), "{line}");
+    }
+
+    /// A plugin's view of a call as labelled lines: `title_label` before
+    /// its title, `body_label` before its text (indented under it); control
+    /// characters show as escapes.
+    pub fn rendered(&self, rendered: &Rendered, title_label: &str, body_label: &str) {
+        match rendered {
+            Rendered::Shown { title, text, .. } => {
+                self.out(format!("{title_label:<10} {}", visible(title)));
+                self.out(format!(
+                    "{body_label:<10} {}",
+                    visible(text).trim_end().replace('\n', "\n           ")
+                ));
+            }
+            Rendered::Failed { reason } => self.out(format!(
+                "{body_label:<10} none: the plugin's {body_label} failed: {}",
+                visible(reason)
+            )),
+        }
     }
 
     /// An error for the person at the terminal, with what to do about it.

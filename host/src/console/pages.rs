@@ -9,8 +9,9 @@
 use crate::approval::Approval;
 use crate::audit::{Record, Verification};
 use crate::capability::Network;
+use crate::controller::ShownCall;
 use crate::policy::Explanation;
-use crate::presentation::{Preview, visible};
+use crate::presentation::{Rendered, visible};
 use crate::registry::Tool;
 use crate::when::timestamp;
 use maud::{DOCTYPE, Markup, html};
@@ -175,15 +176,42 @@ fn approval_card(approval: &Approval, tools: &[std::sync::Arc<Tool>], csrf: &str
 
 /// A call's preview: its title and the diff or text (escaped like every
 /// other value), or why there is none.
-fn preview_of(preview: &Preview) -> Markup {
-    match preview {
-        Preview::Shown { title, text, .. } => html! {
-            p { (visible(title)) }
+fn preview_of(preview: &Rendered) -> Markup {
+    view_of(preview, "preview")
+}
+
+/// A plugin's view of a call (`what`: its preview, its view of the result).
+fn view_of(rendered: &Rendered, what: &str) -> Markup {
+    match rendered {
+        Rendered::Shown {
+            title, text, view, ..
+        } => html! {
+            p { (visible(title)) " " span.view { "(" (view.as_str()) ")" } }
             pre.preview { (visible(text)) }
         },
-        Preview::Failed { reason } => html! {
-            p.failed { "The plugin's preview failed, so there is none: " (visible(reason)) }
+        Rendered::Failed { reason } => html! {
+            p.failed { "The plugin's " (what) " failed, so there is none: " (visible(reason)) }
         },
+    }
+}
+
+/// How a finished call looks to its tool, read back from the audit log.
+fn shown_call(shown: &ShownCall) -> Markup {
+    html! {
+        @if let Some(preview) = &shown.preview {
+            section.card.asked {
+                h2 { "What the approver was shown" }
+                (view_of(preview, "preview"))
+            }
+        }
+        section.card.result {
+            h2 { "As its tool shows it" }
+            @if let Some(result) = &shown.result { (view_of(result, "view")) }
+            @if let Some(why) = &shown.no_result { p.empty { "No view: " (why) "." } }
+            @if shown.other_build {
+                p.note { "The plugin loaded now is not the build that ran this call; this is the newer build's view." }
+            }
+        }
     }
 }
 
@@ -364,7 +392,7 @@ pub fn audit(
 }
 
 /// Every record of one call, in chain order.
-pub fn trail(call_id: &str, records: &[Record], csrf: &str) -> Markup {
+pub fn trail(call_id: &str, records: &[Record], shown: Option<&ShownCall>, csrf: &str) -> Markup {
     layout(
         "call",
         Some(Section::Audit),
@@ -382,6 +410,7 @@ pub fn trail(call_id: &str, records: &[Record], csrf: &str) -> Markup {
                 }
             }
             @if records.is_empty() { p.empty { "No records for this call." } }
+            @if let Some(shown) = shown { (shown_call(shown)) }
             ol.trail {
                 @for record in records {
                     li.card {

@@ -330,8 +330,20 @@ pub async fn trail(
         call_id: Some(id.clone()),
         ..AuditFilter::default()
     };
-    match blocking(move || console.host.records().audit(&filter)).await {
-        Ok(Ok(records)) => page(pages::trail(&id, &records, &session.csrf)),
+    let host = Arc::clone(&console.host);
+    match blocking(move || host.records().audit(&filter)).await {
+        Ok(Ok(records)) => {
+            // Without a view (the store failed on the second read) the
+            // records still speak for the call.
+            let shown = match records.is_empty() {
+                true => None,
+                false => console.host.show_call(&id).await.unwrap_or_else(|e| {
+                    tracing::warn!(call = %id, "the call could not be read back: {e}");
+                    None
+                }),
+            };
+            page(pages::trail(&id, &records, shown.as_ref(), &session.csrf))
+        }
         Ok(Err(e)) => unavailable("audit unavailable", &e.to_string(), &session.csrf),
         Err(response) => response,
     }

@@ -9,6 +9,9 @@
 //! rule of its own.
 
 mod children;
+mod shown;
+
+pub use shown::ShownCall;
 mod trail;
 
 use crate::approval;
@@ -22,7 +25,7 @@ use crate::materialize::Arguments;
 use crate::outcome::{CallError, CallResult, ErrorCode, Status};
 use crate::output::{self, CheckedOutput};
 use crate::policy::{Caller, Decision, Explanation, Verdict};
-use crate::presentation::{MAX_PREVIEW_BYTES, Preview, View};
+use crate::presentation::{MAX_PREVIEW_BYTES, Rendered, View};
 use crate::records::Records;
 use crate::registry::{Plugin, Registry, Tool};
 use crate::sandbox::{RunContext, Sandbox};
@@ -589,9 +592,9 @@ impl Controller {
                     bound.insert(path.to_owned(), self.workspace.digest(path));
                     self.workspace.read(path, MAX_PREVIEW_BYTES)
                 });
-                Preview::render(presentation, current.as_deref())
+                Rendered::preview(presentation, current.as_deref())
             }
-            Err(error) => Preview::Failed {
+            Err(error) => Rendered::Failed {
                 reason: format!("{}: {}", error.code, error.message),
             },
         };
@@ -603,8 +606,8 @@ impl Controller {
             tracing::warn!(approval = id, "the preview could not be kept: {e}");
         }
         trail.end(|| match &preview {
-            Preview::Shown { title, .. } => format!("previewed: {title}"),
-            Preview::Failed { reason } => format!("the preview failed: {reason}"),
+            Rendered::Shown { title, .. } => format!("previewed: {title}"),
+            Rendered::Failed { reason } => format!("the preview failed: {reason}"),
         });
     }
 }

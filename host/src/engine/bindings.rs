@@ -31,3 +31,13 @@ pub(crate) mod v0_2_present {
         exports: { default: async },
     });
 }
+
+/// The optional `show` export of 0.2.0 (`wit/tool.wit`), which comes with
+/// `present`; found on an instance when a plugin has it.
+pub(crate) mod v0_2_show {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "showing-plugin",
+        exports: { default: async },
+    });
+}

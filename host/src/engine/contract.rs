@@ -8,7 +8,7 @@
 //! network. Never decides anything about a plugin: checking what it
 //! declared is the describing step's job.
 
-use super::bindings::{v0_1, v0_2, v0_2_present};
+use super::bindings::{v0_1, v0_2, v0_2_present, v0_2_show};
 use super::state::CallState;
 use crate::content::{Block, Bytes, ResourceContents};
 use crate::presentation::{Presentation, View};
@@ -170,6 +170,28 @@ fn block(block: v0_2::exports::toolwarden::tool::tool::ContentBlock) -> Block {
 
 /// `invoke` with the call context and result types of one version;
 /// `$content` takes the version's output apart (value, text, blocks).
+/// A `presentation` of one binding module (each generates its own types)
+/// in the host's type.
+macro_rules! presentation {
+    ($version:ident, $p:expr) => {{
+        use $version::exports::toolwarden::tool::present::View as V;
+        let p = $p;
+        Presentation {
+            view: match p.view {
+                V::Terminal => View::Terminal,
+                V::Diff => View::Diff,
+                V::Search => View::Search,
+                V::Read => View::Read,
+                V::Web => View::Web,
+                V::Generic => View::Generic,
+            },
+            title: p.title,
+            path: p.path,
+            body: p.body,
+        }
+    }};
+}
+
 macro_rules! invoke {
     ($version:ident, $plugin:expr, $store:expr, $name:expr, $args:expr, $cx:expr, $content:expr) => {{
         use $version::exports::toolwarden::tool::tool::{CallContext as Cx, ToolError};
@@ -323,18 +345,12 @@ impl PluginPre {
         args: &str,
         cx: CallContext,
     ) -> GuestResult<Option<Presentation>> {
-        let PluginPre::V0_2(pre) = self else {
+        let Some(instance) = self.instantiate_for_view(store).await? else {
             return Ok(None);
         };
-        let instance = pre
-            .instance_pre()
-            .instantiate_async(&mut *store)
-            .await
-            .map_err(|e| (Phase::Instantiate, e))?;
         let Ok(plugin) = v0_2_present::PresentingPlugin::new(&mut *store, &instance) else {
             return Ok(None);
         };
-        use v0_2_present::exports::toolwarden::tool::present::View as V;
         use v0_2_present::exports::toolwarden::tool::tool::CallContext as Cx;
         let cx = Cx {
             call_id: cx.call_id,
@@ -346,19 +362,46 @@ impl PluginPre {
             .call_preview(&mut *store, name, args, &cx)
             .await
             .map_err(|e| (Phase::Call, e))?;
-        Ok(shown.map(|p| Presentation {
-            view: match p.view {
-                V::Terminal => View::Terminal,
-                V::Diff => View::Diff,
-                V::Search => View::Search,
-                V::Read => View::Read,
-                V::Web => View::Web,
-                V::Generic => View::Generic,
-            },
-            title: p.title,
-            path: p.path,
-            body: p.body,
-        }))
+        Ok(shown.map(|p| presentation!(v0_2_present, p)))
+    }
+
+    /// Starts the plugin and asks how a finished call of tool `name` on
+    /// `args` that returned `value` looks; none when it has no `show`
+    /// export or no view of the tool's results.
+    pub(crate) async fn show_result(
+        &self,
+        store: &mut Store<CallState>,
+        name: &str,
+        args: &str,
+        value: &str,
+    ) -> GuestResult<Option<Presentation>> {
+        let Some(instance) = self.instantiate_for_view(store).await? else {
+            return Ok(None);
+        };
+        let Ok(plugin) = v0_2_show::ShowingPlugin::new(&mut *store, &instance) else {
+            return Ok(None);
+        };
+        let shown = plugin
+            .toolwarden_tool_show()
+            .call_show_result(&mut *store, name, args, value)
+            .await
+            .map_err(|e| (Phase::Call, e))?;
+        Ok(shown.map(|p| presentation!(v0_2_show, p)))
+    }
+
+    /// An instance of a 0.2.0 plugin, the only contract with views.
+    async fn instantiate_for_view(
+        &self,
+        store: &mut Store<CallState>,
+    ) -> GuestResult<Option<Instance>> {
+        let PluginPre::V0_2(pre) = self else {
+            return Ok(None);
+        };
+        pre.instance_pre()
+            .instantiate_async(&mut *store)
+            .await
+            .map(Some)
+            .map_err(|e| (Phase::Instantiate, e))
     }
 
     /// Starts the plugin and runs tool `name` on `args`.

@@ -56,6 +56,7 @@ pub struct LoadedPlugin {
     /// Asked on every call: found once, at load.
     composes: bool,
     presents: bool,
+    shows: bool,
 }
 
 impl LoadedPlugin {
@@ -82,12 +83,19 @@ impl LoadedPlugin {
     pub fn presents(&self) -> bool {
         self.presents
     }
+
+    /// Whether it exports `show`, so its tools may show their results.
+    pub fn shows(&self) -> bool {
+        self.shows
+    }
 }
 
 /// The import through which a plugin calls other tools.
 pub const COMPOSE_IMPORT: &str = "toolwarden:tool/compose@0.2.0";
 /// The export through which a plugin previews its calls.
 pub const PRESENT_EXPORT: &str = "toolwarden:tool/present@0.2.0";
+/// The export through which a plugin shows its finished calls.
+pub const SHOW_EXPORT: &str = "toolwarden:tool/show@0.2.0";
 
 impl fmt::Debug for LoadedPlugin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -183,10 +191,14 @@ impl Engine {
             .map(|(name, _)| name.to_owned())
             .collect();
         let composes = imports.iter().any(|name| name == COMPOSE_IMPORT);
-        let presents = component
-            .component_type()
-            .exports(&self.wasmtime)
-            .any(|(name, _)| name == PRESENT_EXPORT);
+        let exports = |wanted: &str| {
+            component
+                .component_type()
+                .exports(&self.wasmtime)
+                .any(|(name, _)| name == wanted)
+        };
+        let presents = exports(PRESENT_EXPORT);
+        let shows = exports(SHOW_EXPORT);
         let pre = self
             .linker
             .instantiate_pre(&component)
@@ -198,6 +210,7 @@ impl Engine {
             imports,
             composes,
             presents,
+            shows,
         })
     }
 

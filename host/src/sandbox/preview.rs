@@ -1,9 +1,11 @@
-//! A plugin's preview of a call the policy asks a person about: the same
-//! fresh store as a call, but built from a grant that cannot write (the
-//! workspace read-only when the tool needs a filesystem, no network, no
-//! child calls) and under a deadline of at most [`PREVIEW_TIMEOUT`]. It
-//! runs before anyone approved the call, so it gets less than the call
-//! would, never more.
+//! A plugin's views of a call: its preview, for a call the policy asks a
+//! person about, and its view of a finished call's result, for a person
+//! reading it back. Each runs in the same fresh store as a call, but built
+//! from a grant that cannot write (a preview may read the workspace when
+//! the tool needs a filesystem; a result view gets no filesystem at all,
+//! so it depends on the stored arguments and value alone), with no
+//! network and no child calls, under a deadline of at most
+//! [`PREVIEW_TIMEOUT`]. A view gets less than the call would, never more.
 
 use super::Sandbox;
 use super::teardown::{Teardown, release};
@@ -18,8 +20,21 @@ use crate::spec::FsNeed;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The longest a preview may take; the approval is asked without one after.
+/// The longest a view may take; the approval is asked (the call shown)
+/// without one after.
 pub const PREVIEW_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Which view of a call to ask the plugin for.
+enum Asked<'a> {
+    /// How a call on these (canonical, validated) arguments would look.
+    Preview {
+        args: &'a str,
+        session: &'a SessionId,
+    },
+    /// How a finished call on these arguments that returned this value
+    /// looks.
+    Result { args: &'a str, value: &'a str },
+}
 
 impl Sandbox {
     /// Asks `tool`'s plugin how a call on `args` (canonical, validated)
@@ -31,12 +46,39 @@ impl Sandbox {
         call_id: &CallId,
         session: &SessionId,
     ) -> Result<Option<Presentation>, CallError> {
+        self.view(tool, call_id, Asked::Preview { args, session })
+            .await
+    }
+
+    /// Asks `tool`'s plugin how the finished call `call_id` on `args` that
+    /// returned `value` (both JSON, as the audit log kept them) looks.
+    /// `Ok(None)`: the plugin has no view of the tool's results.
+    pub async fn show_result(
+        &self,
+        tool: &Tool,
+        args: &str,
+        value: &str,
+        call_id: &CallId,
+    ) -> Result<Option<Presentation>, CallError> {
+        self.view(tool, call_id, Asked::Result { args, value })
+            .await
+    }
+
+    async fn view(
+        &self,
+        tool: &Tool,
+        call_id: &CallId,
+        asked: Asked<'_>,
+    ) -> Result<Option<Presentation>, CallError> {
         let engine = &self.engine;
+        let fs = match (&asked, tool.spec.filesystem) {
+            (Asked::Result { .. }, _) | (_, FsNeed::None) => FsAccess::None,
+            (Asked::Preview { .. }, FsNeed::ReadOnly | FsNeed::WorkspaceWrite) => {
+                FsAccess::ReadOnly
+            }
+        };
         let grant = Grant {
-            fs: match tool.spec.filesystem {
-                FsNeed::None => FsAccess::None,
-                FsNeed::ReadOnly | FsNeed::WorkspaceWrite => FsAccess::ReadOnly,
-            },
+            fs,
             ..Grant::default()
         };
         let timeout = engine
@@ -46,7 +88,7 @@ impl Sandbox {
         let Ok(slot) = Arc::clone(&self.slots).try_acquire_owned() else {
             return Err(CallError::new(
                 ErrorCode::HostError,
-                "no sandbox was free for the preview",
+                "no sandbox was free to ask the plugin",
             ));
         };
         let host = HostState {
@@ -59,20 +101,25 @@ impl Sandbox {
             children: None,
         };
         let (mut store, pipes) = new_store(engine, &grant, host, engine.limits().fuel, timeout)?;
-        let context = CallContext {
-            call_id: call_id.as_str().to_owned(),
-            session_id: session.as_str().to_owned(),
-            workspace: (grant.fs != FsAccess::None).then(|| GUEST_WORKSPACE.to_owned()),
-        };
+        let pre = &tool.plugin.loaded.pre;
+        let name = &tool.spec.name;
         let outcome = {
             let _ticking = engine.ticking();
-            let guest = std::pin::pin!(tool.plugin.loaded.pre.preview(
-                &mut store,
-                &tool.spec.name,
-                args,
-                context,
-            ));
-            race(guest, timeout, &Default::default()).await
+            match asked {
+                Asked::Preview { args, session } => {
+                    let context = CallContext {
+                        call_id: call_id.as_str().to_owned(),
+                        session_id: session.as_str().to_owned(),
+                        workspace: (grant.fs != FsAccess::None).then(|| GUEST_WORKSPACE.to_owned()),
+                    };
+                    let guest = std::pin::pin!(pre.preview(&mut store, name, args, context));
+                    race(guest, timeout, &Default::default()).await
+                }
+                Asked::Result { args, value } => {
+                    let guest = std::pin::pin!(pre.show_result(&mut store, name, args, value));
+                    race(guest, timeout, &Default::default()).await
+                }
+            }
         };
         let result = classify(outcome, &store, &pipes, timeout);
         release(Teardown::new(store, slot));

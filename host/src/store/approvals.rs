@@ -61,7 +61,7 @@ pub struct ApprovalRow {
     /// The profile of the session that asked (`""`: none).
     pub profile: String,
     /// What the call would do, as the plugin previewed it (JSON of a
-    /// [`crate::presentation::Preview`]), once the preview ran.
+    /// [`crate::presentation::Rendered`]), once the preview ran.
     pub preview: Option<String>,
     /// Workspace files the approval holds to their content when it was
     /// asked: a JSON object of path -> SHA-256 (`null`: the file did not

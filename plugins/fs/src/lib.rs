@@ -34,6 +34,15 @@ pub fn tools() -> Vec<Tool> {
             read_file,
         )
         .title("Read a text file")
+        .show_result(|args: ReadArgs, read: FileContent| {
+            let cut = if read.truncated { ", cut" } else { "" };
+            Some(Presentation {
+                view: View::Read,
+                title: format!("read {} ({} bytes{cut})", args.path, read.bytes),
+                path: Some(read.path),
+                body: read.content,
+            })
+        })
         .effects(read_only)
         .filesystem(Filesystem::ReadOnly)
         .timeout_ms(2000),
@@ -56,6 +65,29 @@ pub fn tools() -> Vec<Tool> {
             search_text,
         )
         .title("Search text in files")
+        .show_result(|args: SearchArgs, found: Matches| {
+            let more = if found.truncated {
+                " (more not shown)"
+            } else {
+                ""
+            };
+            let lines: Vec<String> = found
+                .matches
+                .iter()
+                .map(|m| format!("{}:{}: {}", m.path, m.line, m.text))
+                .collect();
+            Some(Presentation {
+                view: View::Search,
+                title: format!(
+                    "`{}` under {}: {} matches{more}",
+                    args.pattern,
+                    args.path,
+                    found.matches.len()
+                ),
+                path: None,
+                body: lines.join("\n"),
+            })
+        })
         .effects(read_only)
         .filesystem(Filesystem::ReadOnly)
         .timeout_ms(5000),
@@ -102,7 +134,7 @@ struct ReadArgs {
     max_bytes: Option<u64>,
 }
 
-#[derive(Serialize, JsonSchema)]
+#[derive(Serialize, Deserialize, JsonSchema)]
 struct FileContent {
     path: String,
     content: String,
@@ -213,13 +245,13 @@ struct SearchArgs {
     max_matches: Option<u32>,
 }
 
-#[derive(Serialize, JsonSchema)]
+#[derive(Serialize, Deserialize, JsonSchema)]
 struct Matches {
     matches: Vec<Match>,
     truncated: bool,
 }
 
-#[derive(Serialize, JsonSchema)]
+#[derive(Serialize, Deserialize, JsonSchema)]
 struct Match {
     path: String,
     #[schemars(range(min = 1))]

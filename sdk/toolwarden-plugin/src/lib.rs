@@ -341,6 +341,7 @@ pub struct Output {
 
 type Handler = Box<dyn Fn(&str, &Context) -> Result<Output, ToolError>>;
 type Previewer = Box<dyn Fn(&str, &Context) -> Option<Presentation>>;
+type ResultViewer = Box<dyn Fn(&str, &str) -> Option<Presentation>>;
 
 /// One tool: its declaration and its handler.
 pub struct Tool {
@@ -360,6 +361,7 @@ pub struct Tool {
     keyed: bool,
     handler: Handler,
     preview: Option<Previewer>,
+    show_result: Option<ResultViewer>,
 }
 
 impl Tool {
@@ -391,6 +393,7 @@ impl Tool {
             credentials: Vec::new(),
             keyed: false,
             preview: None,
+            show_result: None,
             handler: Box::new(move |args, ctx| {
                 let args: A = serde_json::from_str(args).map_err(|e| {
                     ToolError::InvalidArgs(format!(
@@ -426,6 +429,28 @@ impl Tool {
             serde_json::from_str(args)
                 .ok()
                 .and_then(|args| preview(args, ctx))
+        }));
+        self
+    }
+
+    /// How a finished call of this tool looks, for a person reading it
+    /// back (the console's call page, `toolwarden audit show`):
+    /// `show_result` gets the call's arguments and its value (the
+    /// handler's types, as the audit log kept them, secrets masked) and
+    /// returns a [`Presentation`], e.g. a [`View::Read`] of the text a read
+    /// returned. The host runs it later, with no filesystem and no network,
+    /// so it must depend on its arguments alone; `None` (or arguments or a
+    /// value it cannot read, such as a masked secret) means no view.
+    pub fn show_result<A, V, F>(mut self, show_result: F) -> Tool
+    where
+        A: DeserializeOwned,
+        V: DeserializeOwned,
+        F: Fn(A, V) -> Option<Presentation> + 'static,
+    {
+        self.show_result = Some(Box::new(move |args, value| {
+            let args = serde_json::from_str(args).ok()?;
+            let value = serde_json::from_str(value).ok()?;
+            show_result(args, value)
         }));
         self
     }
@@ -577,6 +602,16 @@ pub mod __private {
         tool.preview.as_ref()?(args_json, &ctx)
     }
 
+    pub fn show_result(
+        tools: Vec<Tool>,
+        name: &str,
+        args_json: &str,
+        value_json: &str,
+    ) -> Option<Presentation> {
+        let tool = tools.iter().find(|t| t.name == name)?;
+        tool.show_result.as_ref()?(args_json, value_json)
+    }
+
     pub fn invoke(
         tools: Vec<Tool>,
         name: &str,
@@ -643,6 +678,16 @@ macro_rules! export {
                 ctx: $crate::bindings::exports::toolwarden::tool::tool::CallContext,
             ) -> ::std::option::Option<$crate::Presentation> {
                 $crate::__private::preview($tools(), &name, &args_json, ctx)
+            }
+        }
+
+        impl $crate::bindings::exports::toolwarden::tool::show::Guest for __ToolwardenPlugin {
+            fn show_result(
+                name: ::std::string::String,
+                args_json: ::std::string::String,
+                value_json: ::std::string::String,
+            ) -> ::std::option::Option<$crate::Presentation> {
+                $crate::__private::show_result($tools(), &name, &args_json, &value_json)
             }
         }
 

@@ -5,7 +5,6 @@ use crate::cli::ExitStatus;
 use crate::cli::printer::{Printer, timestamp};
 use crate::config::Config;
 use crate::error::Error;
-use crate::presentation::{Preview, visible};
 use crate::records::Records;
 
 fn state(approval: &Approval) -> &'static str {
@@ -71,21 +70,8 @@ pub fn show(config: &Config, id: &str, json: bool, printer: Printer) -> Result<E
         printer.out(format!("profile    {profile}"));
     }
     printer.out(format!("plugin     sha256 {}", a.plugin_sha256));
-    match &a.preview {
-        Some(Preview::Shown { title, text, .. }) => {
-            printer.out(format!("would      {}", visible(title)));
-            printer.out(format!(
-                "preview    {}",
-                visible(text).trim_end().replace('\n', "\n           ")
-            ));
-        }
-        Some(Preview::Failed { reason }) => {
-            printer.out(format!(
-                "preview    none: the plugin's preview failed: {}",
-                visible(reason)
-            ));
-        }
-        None => {}
+    if let Some(preview) = &a.preview {
+        printer.rendered(preview, "would", "preview");
     }
     if !a.bound_files.is_empty() {
         printer.out(format!(

@@ -1,11 +1,14 @@
-//! `toolwarden audit [--json] [--since] [--tool] [--call]` and `audit verify`.
+//! `toolwarden audit [--json] [--since] [--tool] [--call]`, `audit show`,
+//! `audit verify`, `audit head` and `audit stats`.
 
 use crate::audit::{HeadCheck, Verification};
 use crate::cli::ExitStatus;
 use crate::cli::args::AuditArgs;
 use crate::cli::printer::{Printer, timestamp};
 use crate::config::Config;
+use crate::controller::Controller;
 use crate::error::Error;
+use crate::presentation::visible;
 use crate::records::{AuditFilter, Records};
 
 /// `--since`, read; `Err` once the mistake is printed.
@@ -58,6 +61,47 @@ pub fn list(config: &Config, args: &AuditArgs, printer: Printer) -> Result<ExitS
             r.tool,
             r.kind
         ));
+    }
+    Ok(ExitStatus::Success)
+}
+
+pub fn show(config: Config, id: &str, json: bool, printer: Printer) -> Result<ExitStatus, Error> {
+    let host = Controller::new(config)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Engine(format!("cannot start the async runtime: {e}")))?;
+    let Some(call) = runtime.block_on(host.show_call(id))? else {
+        printer.error(
+            format!("the audit log has no call `{}`", visible(id)),
+            Some("`toolwarden audit` lists the calls it has, with their ids"),
+        );
+        return Ok(ExitStatus::Error);
+    };
+    if json {
+        printer.json(&call);
+        return Ok(ExitStatus::Success);
+    }
+    printer.out(format!("call       {}", call.call_id));
+    printer.out(format!("tool       {}", call.tool));
+    printer.out(format!(
+        "outcome    {}",
+        call.outcome.as_deref().unwrap_or("not ended")
+    ));
+    if let Some(preview) = &call.preview {
+        printer.rendered(preview, "asked", "preview");
+    }
+    if let Some(result) = &call.result {
+        printer.rendered(result, "shows", "view");
+    }
+    if let Some(why) = &call.no_result {
+        printer.out(format!("view       none: {why}"));
+    }
+    if call.other_build {
+        printer.out(
+            "note       the plugin loaded now is not the build that ran the call; \
+             the view is the newer build's",
+        );
     }
     Ok(ExitStatus::Success)
 }
