@@ -120,6 +120,18 @@ impl Records {
         self.audit.verify().map_err(|e| self.state(e))
     }
 
+    /// Moves the audit records that `cut` selects out of the database into
+    /// `out` (see [`crate::audit::Audit::export`]); they are removed only
+    /// once `sync` put them on disk.
+    pub fn export_audit(
+        &self,
+        cut: crate::audit::Cut,
+        out: &mut dyn std::io::Write,
+        sync: &dyn Fn() -> std::io::Result<()>,
+    ) -> Result<Option<crate::audit::segment::SegmentHeader>, crate::audit::ExportError> {
+        self.audit.export(cut, out, sync, "export")
+    }
+
     /// The audit chain's head (records and last hash), for anchoring it
     /// elsewhere; `None` before anything was recorded.
     pub fn audit_head(&self) -> Result<Option<Head>, Error> {

@@ -29,6 +29,14 @@ pub fn since_ms(text: &str) -> Option<i64> {
     if let Ok(ms) = text.parse::<i64>() {
         return Some(ms);
     }
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    now_ms.checked_sub(age_ms(text)?)
+}
+
+/// `30s`, `10m`, `2h`, `7d` as milliseconds.
+pub fn age_ms(text: &str) -> Option<i64> {
     let unit = text.chars().last()?;
     let n: i64 = text[..text.len() - unit.len_utf8()].parse().ok()?;
     let seconds = match unit {
@@ -38,10 +46,7 @@ pub fn since_ms(text: &str) -> Option<i64> {
         'd' => n.checked_mul(86400)?,
         _ => return None,
     };
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
-    now_ms.checked_sub(seconds.checked_mul(1000)?)
+    seconds.checked_mul(1000).filter(|ms| *ms >= 0)
 }
 
 #[cfg(test)]

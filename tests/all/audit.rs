@@ -531,3 +531,128 @@ fn stats_count_model_turns_and_calls_per_turn() {
         "{stdout}"
     );
 }
+
+fn export(t: &TestHost, args: &[&str]) -> (i32, String) {
+    let (code, stdout, stderr) = run_cli(t.cli().args(["audit", "export"]).args(args));
+    (code, format!("{stdout}{stderr}"))
+}
+
+fn verify_file(t: &TestHost, file: &std::path::Path) -> (i32, Value) {
+    let (code, stdout, stderr) = run_cli(
+        t.cli()
+            .args(["audit", "verify", "--json", "--file"])
+            .arg(file),
+    );
+    assert!(!stdout.is_empty(), "{stderr}");
+    (code, json(&stdout))
+}
+
+#[test]
+fn export_moves_old_records_into_a_file_that_verifies_alone_and_the_rest_still_verifies() {
+    let t = host();
+    for n in 0..5 {
+        call_id(&t, &["calc", &format!(r#"{{"op":"add","a":{n},"b":1}}"#)]);
+    }
+    let first = t.root.path().join("first.jsonl");
+
+    // A pipe cannot be synced: nothing leaves the database.
+    let (code, out) = export(&t, &["--keep", "4"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("standard output is not a file"), "{out}");
+    let (code, out) = export(&t, &["--before", "1h", "--output", first.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("nothing was exported"), "{out}");
+    assert!(!first.exists());
+    assert!(verify(&t).1.contains("15 records"));
+
+    // Redirected to a file, as `> first.jsonl` does.
+    let ran = t
+        .cli()
+        .args(["audit", "export", "--keep", "4"])
+        .stdout(std::fs::File::create(&first).unwrap())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert!(ran.status.success(), "{stderr}");
+    assert!(stderr.contains("exported records 1 to 11 (11)"), "{stderr}");
+    let (code, segment) = verify_file(&t, &first);
+    assert_eq!(code, 0, "{segment:#}");
+    assert_eq!(segment["status"], "intact");
+    assert_eq!(
+        (segment["first_seq"].clone(), segment["last_seq"].clone()),
+        (1.into(), 11.into())
+    );
+    assert_eq!(segment["prev_hash"], "0".repeat(64));
+
+    let (code, out) = verify(&t);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("5 records (records up to 11 were exported or pruned"),
+        "4 kept and the record of the cut: {out}"
+    );
+    assert!(out.contains("its head matches"), "{out}");
+    let (_, stdout, _) = run_cli(t.cli().args(["audit", "--json"]));
+    let left = json(&stdout);
+    assert_eq!(left[0]["seq"], 12);
+    let cut = left.as_array().unwrap().last().unwrap();
+    assert_eq!(cut["kind"], "cut");
+    assert_eq!(cut["data"]["through_seq"], 11);
+    assert_eq!(cut["data"]["through_hash"], segment["last_hash"]);
+
+    // The log goes on; a second export hangs on the first.
+    call_id(&t, &["calc", r#"{"op":"add","a":9,"b":9}"#]);
+    let second = t.root.path().join("second.jsonl");
+    let (code, out) = export(&t, &["--keep", "0", "-o", second.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+    let (code, next) = verify_file(&t, &second);
+    assert_eq!(code, 0, "{next:#}");
+    assert_eq!(next["first_seq"], 12);
+    assert_eq!(next["prev_hash"], segment["last_hash"]);
+    let (code, out) = verify(&t);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("1 records (records up to 19"),
+        "only the cut's record: {out}"
+    );
+    call_id(&t, &["calc", r#"{"op":"add","a":1,"b":1}"#]);
+    assert_eq!(verify(&t).0, 0);
+    let (code, out) = export(&t, &["--keep", "0", "-o", second.to_str().unwrap()]);
+    assert_eq!(code, 2, "an export never overwrites a file: {out}");
+
+    // A segment altered or cut short fails on its own.
+    let text = std::fs::read_to_string(&first).unwrap();
+    let altered = t.root.path().join("altered.jsonl");
+    std::fs::write(&altered, text.replacen("\\\"b\\\":1", "\\\"b\\\":2", 1)).unwrap();
+    assert_ne!(text, std::fs::read_to_string(&altered).unwrap());
+    let (code, check) = verify_file(&t, &altered);
+    assert_eq!(code, 1, "{check:#}");
+    assert!(
+        check["problem"].as_str().unwrap().contains("altered"),
+        "{check:#}"
+    );
+    let short: Vec<&str> = text.lines().collect();
+    std::fs::write(&altered, short[..short.len() - 1].join("\n")).unwrap();
+    let (code, check) = verify_file(&t, &altered);
+    assert_eq!(code, 1, "{check:#}");
+    assert!(
+        check["problem"].as_str().unwrap().contains("cut short"),
+        "{check:#}"
+    );
+
+    // Records removed with the record of the cut, the checkpoint moved to
+    // hide the gap: the missing record of the cut shows.
+    db(&t)
+        .execute_batch(
+            "DELETE FROM audit WHERE kind = 'cut'; \
+             UPDATE audit_checkpoint SET seq = (SELECT min(seq) FROM audit), \
+               hash = (SELECT hash FROM audit ORDER BY seq LIMIT 1); \
+             DELETE FROM audit WHERE seq = (SELECT seq FROM audit_checkpoint);",
+        )
+        .unwrap();
+    let (code, out) = verify(&t);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("no record in it says it was cut there"),
+        "{out}"
+    );
+}

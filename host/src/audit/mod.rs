@@ -9,6 +9,7 @@
 //! Arguments and outputs pass through a [`Redactor`] before they are stored.
 
 mod redact;
+pub mod segment;
 mod stats;
 mod writer;
 
@@ -17,10 +18,14 @@ pub use stats::{ApprovalStats, SessionStats, Spread, Stats, ToolStats, stats};
 pub use writer::Durability;
 
 use crate::outcome::{ErrorCode, Status};
-use crate::store::{AuditFilter, AuditRow, ExecutionRow, NewAuditRow, Store, StoreError};
+use crate::store::{
+    AuditFilter, AuditRow, Checkpoint, ExecutionRow, NewAuditRow, Store, StoreError,
+};
+use segment::{SegmentHeader, SegmentWriter};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use std::io::Write;
 use std::sync::Arc;
 
 /// The `[audit]` table as written.
@@ -235,8 +240,18 @@ pub struct Record {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum Verification {
-    Intact { records: i64, head: HeadCheck },
-    Broken { seq: i64, problem: String },
+    Intact {
+        records: i64,
+        head: HeadCheck,
+        /// The log's start was exported or pruned through this record; the
+        /// chain was checked from there, and a `cut` record in it says so.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cut_through: Option<i64>,
+    },
+    Broken {
+        seq: i64,
+        problem: String,
+    },
 }
 
 /// What the chain's head (kept outside the database, see
@@ -252,6 +267,97 @@ pub enum HeadCheck {
     /// No head was ever written: a log from before heads existed, or one
     /// whose head was deleted. A cut-off end cannot be detected.
     Missing,
+}
+
+/// Which records an export or a retention pass takes out of the log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cut {
+    /// Every record up to the last one older than `ms` (milliseconds
+    /// since the epoch).
+    Before { ms: i64 },
+    /// Every record but the newest `records`.
+    Keeping { records: i64 },
+}
+
+/// The kind of the record a cut appends (`audit export`, retention).
+pub const CUT_KIND: &str = "cut";
+
+/// One step of walking the chain: what the next record must be.
+struct Walk {
+    expected: i64,
+    prev: String,
+    broken: Option<Verification>,
+    /// Whether a `cut` record naming the checkpoint was seen.
+    cut_noted: bool,
+    /// The hash of the record the head names, once passed.
+    at_head: Option<String>,
+}
+
+impl Walk {
+    fn step(
+        &mut self,
+        row: &AuditRow,
+        checkpoint: Option<&Checkpoint>,
+        head_seq: Option<i64>,
+    ) -> std::ops::ControlFlow<()> {
+        let problem = if row.seq != self.expected {
+            Some(format!(
+                "expected record {} here: records were removed or reordered",
+                self.expected
+            ))
+        } else if row.prev_hash != self.prev {
+            Some("its link to the previous record is wrong: a record before it was altered, removed or reordered".into())
+        } else if record_hash(row.seq, &row.row, &row.prev_hash) != row.hash {
+            Some("its content does not match its hash: the record was altered".into())
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            self.broken = Some(Verification::Broken {
+                seq: row.seq,
+                problem,
+            });
+            return std::ops::ControlFlow::Break(());
+        }
+        if let Some(c) = checkpoint
+            && row.row.kind == CUT_KIND
+            && let Ok(data) = serde_json::from_str::<Value>(&row.row.data)
+            && data["through_seq"] == c.seq
+            && data["through_hash"] == c.hash.as_str()
+        {
+            self.cut_noted = true;
+        }
+        if head_seq == Some(row.seq) {
+            self.at_head = Some(row.hash.clone());
+        }
+        self.prev.clone_from(&row.hash);
+        self.expected += 1;
+        std::ops::ControlFlow::Continue(())
+    }
+}
+
+/// Why records could not be exported; nothing was removed.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    #[error("cannot write the export: {0}")]
+    Write(#[from] std::io::Error),
+    #[error("the audit log is broken at record {seq}: {problem}")]
+    Broken { seq: i64, problem: String },
+    #[error("the audit log changed while it was exported (another process cut it)")]
+    Moved,
+}
+
+impl ExportError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            ExportError::Store(_) => "STATE",
+            ExportError::Write(_) => "EXPORT_WRITE",
+            ExportError::Broken { .. } => "AUDIT_BROKEN",
+            ExportError::Moved => "AUDIT_MOVED",
+        }
+    }
 }
 
 /// Appending to the audit log failed; the message says why.
@@ -371,53 +477,79 @@ impl Audit {
             .collect())
     }
 
-    /// Walks the whole chain and reports the first record that does not fit.
+    /// Walks the chain from its start (or from where a cut left it) and
+    /// reports the first record that does not fit. Streams: memory stays
+    /// flat however long the chain is.
     pub fn verify(&self) -> Result<Verification, StoreError> {
         self.settle();
-        let rows = self.store.audit_rows(&AuditFilter::default())?;
-        let mut prev = crate::store::GENESIS.to_owned();
-        for (i, row) in rows.iter().enumerate() {
-            let expected_seq = i as i64 + 1;
-            let broken = |problem: String| {
-                Ok(Verification::Broken {
-                    seq: row.seq,
-                    problem,
-                })
-            };
-            if row.seq != expected_seq {
-                return broken(format!(
-                    "expected record {expected_seq} here: records were removed or reordered"
-                ));
-            }
-            if row.prev_hash != prev {
-                return broken("its link to the previous record is wrong: a record before it was altered, removed or reordered".into());
-            }
-            if record_hash(row.seq, &row.row, &row.prev_hash) != row.hash {
-                return broken(
-                    "its content does not match its hash: the record was altered".into(),
-                );
-            }
-            prev = row.hash.clone();
+        // The head is read first: every record it counts was committed
+        // before it was written, so the scan below sees them all.
+        let head = self.store.read_head();
+        let checkpoint = self.store.audit_checkpoint()?;
+        let (first, start) = match &checkpoint {
+            Some(c) => (c.seq + 1, c.hash.clone()),
+            None => (1, crate::store::GENESIS.to_owned()),
+        };
+        let head_seq = head
+            .as_ref()
+            .ok()
+            .and_then(|h| h.as_ref())
+            .map(|h| h.records);
+        let mut walk = Walk {
+            expected: first,
+            prev: start,
+            broken: None,
+            cut_noted: checkpoint.is_none(),
+            at_head: None,
+        };
+        self.store.scan_audit(first, None, &mut |row| {
+            walk.step(&row, checkpoint.as_ref(), head_seq)
+        })?;
+        if let Some(broken) = walk.broken {
+            return Ok(broken);
         }
-        Ok(self.compare_head(&rows))
+        if let (false, Some(c)) = (walk.cut_noted, &checkpoint) {
+            return Ok(Verification::Broken {
+                seq: c.seq + 1,
+                problem: format!(
+                    "the log starts after record {}, but no record in it says it was cut \
+                     there: records were removed",
+                    c.seq
+                ),
+            });
+        }
+        let last = walk.expected - 1;
+        Ok(self.compare_head(
+            head,
+            last - first + 1,
+            last,
+            walk.at_head,
+            checkpoint.map(|c| c.seq),
+        ))
     }
 
     /// An intact chain against its head: records cut off the end show here.
-    fn compare_head(&self, rows: &[AuditRow]) -> Verification {
-        let records = rows.len() as i64;
+    fn compare_head(
+        &self,
+        head: std::io::Result<Option<crate::store::Head>>,
+        records: i64,
+        last: i64,
+        at_head: Option<String>,
+        cut_through: Option<i64>,
+    ) -> Verification {
         let file = self.store.head_path();
         let broken = |seq, problem| Verification::Broken { seq, problem };
-        let head = match self.store.read_head() {
+        let intact = |head| Verification::Intact {
+            records,
+            head,
+            cut_through,
+        };
+        let head = match head {
             Ok(Some(head)) => head,
-            Ok(None) => {
-                return Verification::Intact {
-                    records,
-                    head: HeadCheck::Missing,
-                };
-            }
+            Ok(None) => return intact(HeadCheck::Missing),
             Err(e) => {
                 return broken(
-                    records,
+                    last,
                     format!(
                         "the chain's head `{}` cannot be read ({e}); it was damaged or replaced",
                         file.display()
@@ -425,42 +557,128 @@ impl Audit {
                 );
             }
         };
-        if head.records > records {
+        if head.records > last {
             return broken(
-                records + 1,
+                last + 1,
                 format!(
-                    "the log ends after record {records}, but its head `{}` says {} records \
+                    "the log ends after record {last}, but its head `{}` says {} records \
                      were written: the last {} were cut off the end",
                     file.display(),
                     head.records,
-                    head.records - records
+                    head.records - last
                 ),
             );
         }
-        let named = usize::try_from(head.records - 1)
-            .ok()
-            .and_then(|i| rows.get(i));
-        match named {
-            Some(row) if row.hash == head.hash => Verification::Intact {
-                records,
-                head: if head.records == records {
-                    HeadCheck::Matches
-                } else {
-                    HeadCheck::Lags {
-                        head_records: head.records,
-                    }
-                },
-            },
-            Some(row) => broken(
-                row.seq,
+        let lags = || HeadCheck::Lags {
+            head_records: head.records,
+        };
+        match at_head {
+            Some(hash) if hash == head.hash && head.records == last => intact(HeadCheck::Matches),
+            Some(hash) if hash == head.hash => intact(lags()),
+            Some(_) => broken(
+                head.records,
                 format!(
                     "its hash is not the one the head `{}` recorded for it: the chain was \
                      rewritten from here on",
                     file.display()
                 ),
             ),
+            // The head lags from before a cut that removed the record it
+            // names: nothing is left to compare it with.
+            None if cut_through.is_some_and(|cut| head.records <= cut) => intact(lags()),
             None => broken(1, format!("the head `{}` names no record", file.display())),
         }
+    }
+
+    /// Takes the records `cut` selects out of the database: writes them to
+    /// `out` as a segment (see [`segment`]), checking each link and hash on
+    /// the way, has `sync` put them on disk, and only then removes them,
+    /// moves the checkpoint and appends a `cut` record naming the last one
+    /// removed. `Ok(None)`: `cut` selects no record.
+    pub fn export(
+        &self,
+        cut: Cut,
+        out: &mut dyn Write,
+        sync: &dyn Fn() -> std::io::Result<()>,
+        reason: &str,
+    ) -> Result<Option<SegmentHeader>, ExportError> {
+        self.settle();
+        let through = match cut {
+            Cut::Before { ms } => self.store.audit_last_before(ms)?,
+            Cut::Keeping { records } => self.store.audit_back_from_end(records)?,
+        };
+        let Some((through, through_hash)) = through else {
+            return Ok(None);
+        };
+        self.cut_through(through, through_hash, out, sync, reason)
+            .map(Some)
+    }
+
+    fn cut_through(
+        &self,
+        through: i64,
+        through_hash: String,
+        out: &mut dyn Write,
+        sync: &dyn Fn() -> std::io::Result<()>,
+        reason: &str,
+    ) -> Result<SegmentHeader, ExportError> {
+        let checkpoint = self.store.audit_checkpoint()?;
+        let (first, start) = match &checkpoint {
+            Some(c) => (c.seq + 1, c.hash.clone()),
+            None => (1, crate::store::GENESIS.to_owned()),
+        };
+        let header = SegmentHeader::new(first, start.clone(), through, through_hash.clone());
+        let mut writer = SegmentWriter::start(std::io::BufWriter::new(out), &header)?;
+        let mut walk = Walk {
+            expected: first,
+            prev: start,
+            broken: None,
+            cut_noted: true,
+            at_head: None,
+        };
+        let mut written = Ok(());
+        self.store.scan_audit(first, Some(through), &mut |row| {
+            walk.step(&row, None, None)?;
+            written = writer.record(&row);
+            match written {
+                Ok(()) => std::ops::ControlFlow::Continue(()),
+                Err(_) => std::ops::ControlFlow::Break(()),
+            }
+        })?;
+        written?;
+        if let Some(Verification::Broken { seq, problem }) = walk.broken {
+            return Err(ExportError::Broken { seq, problem });
+        }
+        if walk.expected != through + 1 {
+            return Err(ExportError::Broken {
+                seq: walk.expected,
+                problem: "the record is missing".into(),
+            });
+        }
+        writer.finish()?;
+        sync()?;
+        let note = NewAuditRow {
+            ts_ms: crate::store::now_ms(),
+            call_id: Arc::from(""),
+            session: Arc::from(""),
+            tool: Arc::from(""),
+            kind: std::borrow::Cow::Borrowed(CUT_KIND),
+            data: serde_json::json!({
+                "through_seq": through,
+                "through_hash": through_hash,
+                "records": header.records,
+                "reason": reason,
+            })
+            .to_string(),
+        };
+        let cut = Checkpoint {
+            seq: through,
+            hash: through_hash,
+        };
+        if !self.store.cut_audit(&cut, &note, &record_hash)? {
+            return Err(ExportError::Moved);
+        }
+        Ok(header)
     }
 
     /// The chain's head as last written, if any.

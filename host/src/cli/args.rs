@@ -257,6 +257,22 @@ pub enum AuditCommand {
         /// Print JSON
         #[arg(long)]
         json: bool,
+        /// Check an exported segment (`audit export`) on its own instead
+        #[arg(long, value_name = "FILE")]
+        file: Option<std::path::PathBuf>,
+    },
+    /// Move old records out of the database into a file that `audit verify
+    /// --file` checks on its own; removed only once they are on disk
+    Export {
+        /// Every record older than this: 30s, 10m, 2h, 7d, or milliseconds since the epoch
+        #[arg(long, value_name = "WHEN", required_unless_present = "keep")]
+        before: Option<String>,
+        /// Or every record but the newest N
+        #[arg(long, value_name = "N", conflicts_with = "before")]
+        keep: Option<u32>,
+        /// Write to this new file instead of standard output (which must then be a file)
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<std::path::PathBuf>,
     },
     /// Print the chain's head (record count and last hash), to anchor it elsewhere
     Head {

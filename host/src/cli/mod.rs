@@ -225,9 +225,32 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
             ),
         },
         Command::Audit {
-            command: Some(AuditCommand::Verify { json }),
+            command: Some(AuditCommand::Verify { json, file: None }),
             ..
         } => commands::audit::verify(&config()?, json, printer),
+        Command::Audit {
+            command:
+                Some(AuditCommand::Verify {
+                    json,
+                    file: Some(file),
+                }),
+            ..
+        } => commands::audit::verify_file(&file, json, printer),
+        Command::Audit {
+            command:
+                Some(AuditCommand::Export {
+                    before,
+                    keep,
+                    output,
+                }),
+            ..
+        } => commands::audit::export(
+            &config()?,
+            before.as_deref(),
+            keep,
+            output.as_deref(),
+            printer,
+        ),
         Command::Audit {
             command: Some(AuditCommand::Head { json }),
             ..

@@ -307,7 +307,7 @@ pub fn chain(
     html! {
         section.card.chain {
             @match verification {
-                Ok(Verification::Intact { records, head: check }) => {
+                Ok(Verification::Intact { records, head: check, .. }) => {
                     p.intact { "Chain intact: " (records) " records; head " (format!("{check:?}").to_lowercase()) "." }
                 }
                 Ok(Verification::Broken { seq, problem }) => {

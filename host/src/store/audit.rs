@@ -2,8 +2,9 @@
 
 use super::head::Head;
 use super::{ExecutionRow, Store, StoreError};
-use rusqlite::{TransactionBehavior, params};
+use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
 use std::borrow::Cow;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 /// The chain's first `prev_hash`.
@@ -27,6 +28,14 @@ pub struct AuditRow {
     pub seq: i64,
     pub row: NewAuditRow,
     pub prev_hash: String,
+    pub hash: String,
+}
+
+/// Where the chain continues from once its start was exported or pruned:
+/// the last removed record's seq and hash.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Checkpoint {
+    pub seq: i64,
     pub hash: String,
 }
 
@@ -63,17 +72,7 @@ impl Store {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| self.error(e))?;
-        let (mut seq, mut prev): (i64, String) = tx
-            .query_row(
-                "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .or_else(|e| match e {
-                rusqlite::Error::QueryReturnedNoRows => Ok((0, GENESIS.to_owned())),
-                other => Err(other),
-            })
-            .map_err(|e| self.error(e))?;
+        let (mut seq, mut prev) = self.tail(&tx)?;
         {
             let mut insert = tx
                 .prepare_cached(
@@ -135,6 +134,149 @@ impl Store {
         Ok(())
     }
 
+    /// The chain's last record (seq and hash) as this transaction sees it;
+    /// with no record left, where a cut left it; with neither, its start.
+    fn tail(&self, tx: &Transaction) -> Result<(i64, String), StoreError> {
+        let last = tx
+            .query_row(
+                "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(|e| self.error(e))?;
+        match last {
+            Some(last) => Ok(last),
+            None => Ok(checkpoint_in(tx)
+                .map_err(|e| self.error(e))?
+                .map(|c| (c.seq, c.hash))
+                .unwrap_or((0, GENESIS.to_owned()))),
+        }
+    }
+
+    /// Where the chain continues from, if its start was cut off.
+    pub fn audit_checkpoint(&self) -> Result<Option<Checkpoint>, StoreError> {
+        checkpoint_in(&self.conn()).map_err(|e| self.error(e))
+    }
+
+    /// The last record older than `before_ms`, as (seq, hash).
+    pub fn audit_last_before(&self, before_ms: i64) -> Result<Option<(i64, String)>, StoreError> {
+        self.seq_and_hash(
+            "SELECT seq, hash FROM audit WHERE ts_ms < ?1 ORDER BY seq DESC LIMIT 1",
+            before_ms,
+        )
+    }
+
+    /// The record `back` places before the chain's last one, as (seq,
+    /// hash): where a cut that keeps `back` records would end.
+    pub fn audit_back_from_end(&self, back: i64) -> Result<Option<(i64, String)>, StoreError> {
+        self.seq_and_hash(
+            "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1 OFFSET ?1",
+            back,
+        )
+    }
+
+    fn seq_and_hash(&self, sql: &str, param: i64) -> Result<Option<(i64, String)>, StoreError> {
+        self.conn()
+            .query_row(sql, [param], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()
+            .map_err(|e| self.error(e))
+    }
+
+    /// Hands `visit` every record from seq `from` through `through` (all
+    /// from `from` on when `None`), in chain order, one at a time: a
+    /// million records are checked without holding them all.
+    pub fn scan_audit(
+        &self,
+        from: i64,
+        through: Option<i64>,
+        visit: &mut dyn FnMut(AuditRow) -> ControlFlow<()>,
+    ) -> Result<(), StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT seq, ts_ms, call_id, session, tool, kind, data, prev_hash, hash FROM audit \
+                 WHERE seq >= ?1 AND (?2 IS NULL OR seq <= ?2) ORDER BY seq",
+            )
+            .map_err(|e| self.error(e))?;
+        let mut rows = stmt
+            .query(params![from, through])
+            .map_err(|e| self.error(e))?;
+        while let Some(r) = rows.next().map_err(|e| self.error(e))? {
+            let row = audit_row(r).map_err(|e| self.error(e))?;
+            if visit(row).is_break() {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes every record through `through` (whose hash must still be
+    /// `through.hash`: what was exported is what goes), moves the
+    /// checkpoint there and appends `note` (the record of the cut) to the
+    /// chain, in one transaction. `Ok(false)`: the record there is not the
+    /// one expected, and nothing changed.
+    pub fn cut_audit(
+        &self,
+        through: &Checkpoint,
+        note: &NewAuditRow,
+        hash: &dyn Fn(i64, &NewAuditRow, &str) -> String,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.error(e))?;
+        let there: Option<String> = tx
+            .query_row(
+                "SELECT hash FROM audit WHERE seq = ?1",
+                [through.seq],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.error(e))?;
+        if there.as_deref() != Some(through.hash.as_str()) {
+            return Ok(false);
+        }
+        let (last, prev) = self.tail(&tx)?;
+        let seq = last + 1;
+        let digest = hash(seq, note, &prev);
+        tx.execute("DELETE FROM audit WHERE seq <= ?1", [through.seq])
+            .map_err(|e| self.error(e))?;
+        tx.execute(
+            "INSERT INTO audit_checkpoint (id, seq, hash, ts_ms) VALUES (1, ?1, ?2, ?3) \
+             ON CONFLICT (id) DO UPDATE SET seq = ?1, hash = ?2, ts_ms = ?3",
+            params![through.seq, through.hash, note.ts_ms],
+        )
+        .map_err(|e| self.error(e))?;
+        tx.execute(
+            "INSERT INTO audit (seq, ts_ms, call_id, session, tool, kind, data, prev_hash, hash) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![
+                seq,
+                note.ts_ms,
+                note.call_id,
+                note.session,
+                note.tool,
+                note.kind,
+                note.data,
+                prev,
+                digest
+            ],
+        )
+        .map_err(|e| self.error(e))?;
+        tx.commit().map_err(|e| self.error(e))?;
+        if let Err(e) = self.advance_head(&Head {
+            records: seq,
+            hash: digest,
+        }) {
+            tracing::warn!(
+                "cannot update the audit head `{}`: {e}",
+                self.head_path().display()
+            );
+        }
+        Ok(true)
+    }
+
     /// Records matching `filter`, in chain order.
     pub fn audit_rows(&self, filter: &AuditFilter) -> Result<Vec<AuditRow>, StoreError> {
         let conn = self.conn();
@@ -164,24 +306,40 @@ impl Store {
                     filter.until_ms,
                     filter.session
                 ],
-                |r| {
-                    Ok(AuditRow {
-                        seq: r.get(0)?,
-                        row: NewAuditRow {
-                            ts_ms: r.get(1)?,
-                            call_id: r.get(2)?,
-                            session: r.get(3)?,
-                            tool: r.get(4)?,
-                            kind: r.get(5)?,
-                            data: r.get(6)?,
-                        },
-                        prev_hash: r.get(7)?,
-                        hash: r.get(8)?,
-                    })
-                },
+                audit_row,
             )
             .map_err(|e| self.error(e))?;
         rows.collect::<Result<Vec<_>, _>>()
             .map_err(|e| self.error(e))
     }
+}
+
+fn checkpoint_in(conn: &rusqlite::Connection) -> rusqlite::Result<Option<Checkpoint>> {
+    conn.query_row(
+        "SELECT seq, hash FROM audit_checkpoint WHERE id = 1",
+        [],
+        |r| {
+            Ok(Checkpoint {
+                seq: r.get(0)?,
+                hash: r.get(1)?,
+            })
+        },
+    )
+    .optional()
+}
+
+fn audit_row(r: &rusqlite::Row) -> rusqlite::Result<AuditRow> {
+    Ok(AuditRow {
+        seq: r.get(0)?,
+        row: NewAuditRow {
+            ts_ms: r.get(1)?,
+            call_id: r.get(2)?,
+            session: r.get(3)?,
+            tool: r.get(4)?,
+            kind: r.get(5)?,
+            data: r.get(6)?,
+        },
+        prev_hash: r.get(7)?,
+        hash: r.get(8)?,
+    })
 }

@@ -14,7 +14,7 @@ mod head;
 mod keys;
 
 pub use approvals::{ApprovalRow, ApprovalState, Binding, Consumed};
-pub use audit::{AuditFilter, AuditRow, GENESIS, NewAuditRow};
+pub use audit::{AuditFilter, AuditRow, Checkpoint, GENESIS, NewAuditRow};
 pub use executions::ExecutionRow;
 pub use head::{HEAD_FILE, Head};
 pub use keys::KeyState;
@@ -29,7 +29,7 @@ pub const DB_FILE: &str = "toolwarden.db";
 /// How long a writer waits for another process's transaction.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bump with every migration below.
-const SCHEMA_VERSION: i64 = 7;
+const SCHEMA_VERSION: i64 = 8;
 
 const MIGRATION_1: &str = "
 CREATE TABLE audit (
@@ -114,6 +114,17 @@ CREATE INDEX audit_parent ON audit(json_extract(data, '$.parent')) WHERE kind = 
 const MIGRATION_7: &str = "
 ALTER TABLE approvals ADD COLUMN preview TEXT;
 ALTER TABLE approvals ADD COLUMN bound_files TEXT NOT NULL DEFAULT '';
+";
+
+/// Where the audit chain continues from once its start was exported or
+/// pruned: the last removed record's seq and hash (the next one's link).
+const MIGRATION_8: &str = "
+CREATE TABLE audit_checkpoint (
+    id    INTEGER PRIMARY KEY CHECK (id = 1),
+    seq   INTEGER NOT NULL,
+    hash  TEXT NOT NULL,
+    ts_ms INTEGER NOT NULL
+);
 ";
 
 /// A database failure, with the file it concerns.
@@ -221,6 +232,7 @@ impl Store {
             (5, MIGRATION_5),
             (6, MIGRATION_6),
             (7, MIGRATION_7),
+            (8, MIGRATION_8),
         ] {
             if version >= to {
                 continue;

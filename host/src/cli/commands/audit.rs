@@ -1,7 +1,8 @@
 //! `toolwarden audit [--json] [--since] [--tool] [--call]`, `audit show`,
 //! `audit verify`, `audit head` and `audit stats`.
 
-use crate::audit::{HeadCheck, Verification};
+use crate::audit::segment::{SegmentCheck, verify_segment};
+use crate::audit::{Cut, HeadCheck, Verification};
 use crate::cli::ExitStatus;
 use crate::cli::args::AuditArgs;
 use crate::cli::printer::{Printer, timestamp};
@@ -10,6 +11,8 @@ use crate::controller::Controller;
 use crate::error::Error;
 use crate::presentation::visible;
 use crate::records::{AuditFilter, Records};
+use std::os::fd::AsFd;
+use std::path::Path;
 
 /// `--since`, read; `Err` once the mistake is printed.
 fn since(text: Option<&str>, printer: &Printer) -> Result<Option<i64>, ExitStatus> {
@@ -203,7 +206,11 @@ pub fn verify(config: &Config, json: bool, printer: Printer) -> Result<ExitStatu
         printer.json(&verification);
     }
     match verification {
-        Verification::Intact { records, head } => {
+        Verification::Intact {
+            records,
+            head,
+            cut_through,
+        } => {
             if !json {
                 let head = match head {
                     HeadCheck::Matches => "its head matches".to_owned(),
@@ -215,8 +222,14 @@ pub fn verify(config: &Config, json: bool, printer: Printer) -> Result<ExitStatu
                             .to_owned()
                     }
                 };
+                let from = match cut_through {
+                    Some(cut) => format!(
+                        " (records up to {cut} were exported or pruned; the chain checks from there)"
+                    ),
+                    None => String::new(),
+                };
                 printer.out(format!(
-                    "audit log intact: {records} records, every hash and link checks out, {head}"
+                    "audit log intact: {records} records{from}, every hash and link checks out, {head}"
                 ));
             }
             Ok(ExitStatus::Success)
@@ -225,6 +238,137 @@ pub fn verify(config: &Config, json: bool, printer: Printer) -> Result<ExitStatu
             if !json {
                 printer.error(format!("the audit log is broken at record {seq}: {problem}"), Some("records from this one on cannot be trusted; keep the database file as evidence"));
             }
+            Ok(ExitStatus::Failure)
+        }
+    }
+}
+
+/// `audit verify --file`: an exported segment, on its own.
+pub fn verify_file(file: &Path, json: bool, printer: Printer) -> Result<ExitStatus, Error> {
+    let checked = std::fs::File::open(file)
+        .and_then(|f| verify_segment(std::io::BufReader::new(f)))
+        .map_err(|source| Error::Directory {
+            what: "audit segment",
+            path: file.to_owned(),
+            source,
+        })?;
+    if json {
+        printer.json(&checked);
+    }
+    match checked {
+        SegmentCheck::Intact {
+            first_seq,
+            last_seq,
+            records,
+            prev_hash,
+            ..
+        } => {
+            if !json {
+                printer.out(format!(
+                    "audit segment intact: records {first_seq} to {last_seq} ({records}), every \
+                     hash and link checks out; it hangs on the record with hash {prev_hash}"
+                ));
+            }
+            Ok(ExitStatus::Success)
+        }
+        SegmentCheck::Broken { line, problem } => {
+            if !json {
+                printer.error(
+                    format!("the audit segment is broken at line {line}: {problem}"),
+                    Some("records from this line on cannot be trusted"),
+                );
+            }
+            Ok(ExitStatus::Failure)
+        }
+    }
+}
+
+/// `audit export`: the records leave the database only once the file that
+/// holds them is on disk.
+pub fn export(
+    config: &Config,
+    before: Option<&str>,
+    keep: Option<u32>,
+    output: Option<&Path>,
+    printer: Printer,
+) -> Result<ExitStatus, Error> {
+    let cut = match (before, keep) {
+        (_, Some(keep)) => Cut::Keeping {
+            records: i64::from(keep),
+        },
+        (before, None) => match since(before, &printer) {
+            Ok(Some(ms)) => Cut::Before { ms },
+            Ok(None) => {
+                printer.error("say which records: --before WHEN or --keep N", None);
+                return Ok(ExitStatus::Error);
+            }
+            Err(status) => return Ok(status),
+        },
+    };
+    let (mut file, shown) = match output {
+        Some(path) => {
+            let file = crate::private_file::options()
+                .write(true)
+                .create_new(true)
+                .open(path)
+                .map_err(|source| Error::Directory {
+                    what: "export file",
+                    path: path.to_owned(),
+                    source,
+                })?;
+            (file, path.display().to_string())
+        }
+        None => {
+            let stdout = std::io::stdout()
+                .as_fd()
+                .try_clone_to_owned()
+                .map(std::fs::File::from);
+            match stdout {
+                Ok(file) if file.metadata().is_ok_and(|m| m.is_file()) => {
+                    (file, "standard output".to_owned())
+                }
+                _ => {
+                    printer.error(
+                        "standard output is not a file: the records are removed from the \
+                         database only once the file holding them is on disk",
+                        Some("redirect it (`toolwarden audit export --before 30d > old.jsonl`) or give --output FILE"),
+                    );
+                    return Ok(ExitStatus::Error);
+                }
+            }
+        }
+    };
+    let records = Records::open(config)?;
+    let sync_target = file.try_clone().map_err(|source| Error::Directory {
+        what: "export file",
+        path: output.map(Path::to_owned).unwrap_or_default(),
+        source,
+    })?;
+    let sync = || sync_target.sync_all();
+    match records.export_audit(cut, &mut file, &sync) {
+        Ok(Some(header)) => {
+            printer.note(format!(
+                "exported records {} to {} ({}) to {shown}; the log now starts after record {} \
+                 (`toolwarden audit verify --file` checks the export)",
+                header.first_seq, header.last_seq, header.records, header.last_seq
+            ));
+            Ok(ExitStatus::Success)
+        }
+        Ok(None) => {
+            printer.note("no record is that old: nothing was exported");
+            if let Some(path) = output {
+                let _ = std::fs::remove_file(path);
+            }
+            Ok(ExitStatus::Success)
+        }
+        Err(e) => {
+            if let Some(path) = output {
+                let _ = std::fs::remove_file(path);
+            }
+            printer.error(
+                format!("{e} ({}); nothing was removed", e.code()),
+                Some("the database is as it was; `toolwarden audit verify` checks it"),
+            );
             Ok(ExitStatus::Failure)
         }
     }
