@@ -656,3 +656,104 @@ fn export_moves_old_records_into_a_file_that_verifies_alone_and_the_rest_still_v
         "{out}"
     );
 }
+
+#[test]
+fn retention_keeps_the_newest_records_and_archives_the_rest_in_segments_that_chain() {
+    let t = TestHost::new(&[CALC]).config(&format!(
+        "{POLICY}\n[audit.retention]\nmax_records = 6\narchive_dir = \"archive\"\n"
+    ));
+    for n in 0..8 {
+        call_id(&t, &["calc", &format!(r#"{{"op":"add","a":{n},"b":1}}"#)]);
+    }
+    // Each host that starts runs a pass; `list` starts one that calls nothing.
+    let (code, _, stderr) = run_cli(t.cli().args(["list"]));
+    assert_eq!(code, 0, "{stderr}");
+    let (code, stdout, _) = run_cli(t.cli().args(["audit", "verify", "--json"]));
+    assert_eq!(code, 0, "{stdout}");
+    let verified = json(&stdout);
+    let cut = verified["cut_through"].as_i64().expect("records were cut");
+    let kept = verified["records"].as_i64().unwrap();
+    assert!(
+        kept <= 6 + 1 + 3,
+        "at most the limit, the cut's record and one call: {kept}"
+    );
+
+    let mut segments: Vec<Value> = std::fs::read_dir(t.state.join("archive"))
+        .unwrap()
+        .map(|entry| {
+            let path = entry.unwrap().path();
+            let (code, segment) = verify_file(&t, &path);
+            assert_eq!(code, 0, "{}: {segment:#}", path.display());
+            segment
+        })
+        .collect();
+    segments.sort_by_key(|s| s["first_seq"].as_i64());
+    assert!(segments.len() >= 2, "{segments:#?}");
+    assert_eq!(segments[0]["first_seq"], 1);
+    assert_eq!(segments[0]["prev_hash"], "0".repeat(64));
+    for pair in segments.windows(2) {
+        assert_eq!(
+            pair[1]["prev_hash"], pair[0]["last_hash"],
+            "one chain: {pair:#?}"
+        );
+        assert_eq!(
+            pair[1]["first_seq"].as_i64(),
+            pair[0]["last_seq"].as_i64().map(|s| s + 1)
+        );
+    }
+    assert_eq!(segments.last().unwrap()["last_seq"], cut);
+    assert_eq!(
+        cut + kept,
+        24 + segments.len() as i64,
+        "nothing lost: every record is kept or archived (and each cut recorded)"
+    );
+}
+
+#[test]
+fn a_running_host_drops_records_past_their_age_and_the_rest_verifies() {
+    let t = TestHost::new(&[CALC]).config(&format!(
+        "{POLICY}\n[audit.retention]\nmax_age = \"1s\"\ninterval = \"1s\"\n"
+    ));
+    let host = t.controller();
+    let ran = crate::harness::runtime()
+        .block_on(host.handle(CallRequest::new("calc", r#"{"op":"add","a":1,"b":2}"#)));
+    assert_eq!(ran.status, Status::Ok);
+    crate::harness::outcome_of(&host, ran.call_id.as_str());
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        let left = crate::harness::audit(&host, ran.call_id.as_str());
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "never dropped: {left:#?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    match host.records().verify().unwrap() {
+        Verification::Intact { cut_through, .. } => assert!(cut_through >= Some(3)),
+        broken => panic!("{broken:?}"),
+    }
+    drop(host);
+    assert_eq!(verify(&t).0, 0);
+}
+
+#[test]
+fn retention_settings_that_cannot_work_are_config_errors() {
+    for (table, expected) in [
+        ("max_records = 0", "would keep nothing"),
+        ("max_age = \"soon\"", "is not a duration"),
+        (
+            "archive_dir = \"../workspace/audit\"",
+            "inside the workspace",
+        ),
+    ] {
+        let t = TestHost::new(&[CALC]).config(&format!(
+            "{POLICY}\n[audit.retention]\ninterval = \"60s\"\n{table}\n"
+        ));
+        let (code, _, stderr) = run_cli(t.cli().args(["list"]));
+        assert_eq!(code, 2, "{table}: {stderr}");
+        assert!(stderr.contains(expected), "{table}: {stderr}");
+    }
+}

@@ -8,11 +8,13 @@
 //! ([`crate::store::Head`]); verification compares the two.
 //! Arguments and outputs pass through a [`Redactor`] before they are stored.
 
+mod cut;
 mod redact;
 pub mod segment;
 mod stats;
 mod writer;
 
+pub use cut::{CUT_KIND, Cut, ExportError, Retention};
 pub use redact::{DEFAULT_REDACT_KEYS, Redactor};
 pub use stats::{ApprovalStats, SessionStats, Spread, Stats, ToolStats, stats};
 pub use writer::Durability;
@@ -21,7 +23,7 @@ use crate::outcome::{ErrorCode, Status};
 use crate::store::{
     AuditFilter, AuditRow, Checkpoint, ExecutionRow, NewAuditRow, Store, StoreError,
 };
-use segment::{SegmentHeader, SegmentWriter};
+use segment::SegmentHeader;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -34,26 +36,43 @@ use std::sync::Arc;
 pub struct AuditSection {
     redact_keys: Option<Vec<String>>,
     durability: Option<Durability>,
+    retention: Option<cut::RetentionSection>,
 }
 
-/// How the audit log records: which argument keys it redacts, and when an
-/// append is on disk.
+/// How the audit log records: which argument keys it redacts, when an
+/// append is on disk, and how long records are kept.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AuditSettings {
     pub redact_keys: Vec<String>,
     pub durability: Durability,
+    pub retention: Retention,
+}
+
+impl Default for AuditSettings {
+    fn default() -> Self {
+        AuditSettings {
+            redact_keys: DEFAULT_REDACT_KEYS.iter().map(|k| k.to_string()).collect(),
+            durability: Durability::default(),
+            retention: Retention::default(),
+        }
+    }
 }
 
 impl AuditSection {
-    pub const KEYS: &str = "redact_keys, durability";
+    pub const KEYS: &str =
+        "redact_keys, durability, retention (a table: max_age, max_records, archive_dir, interval)";
 
-    pub fn resolve(self) -> AuditSettings {
-        AuditSettings {
-            redact_keys: self
-                .redact_keys
-                .unwrap_or_else(|| DEFAULT_REDACT_KEYS.iter().map(|k| k.to_string()).collect()),
+    pub fn resolve(self) -> Result<AuditSettings, crate::settings::SettingError> {
+        let defaults = AuditSettings::default();
+        Ok(AuditSettings {
+            redact_keys: self.redact_keys.unwrap_or(defaults.redact_keys),
             durability: self.durability.unwrap_or_default(),
-        }
+            retention: self
+                .retention
+                .map(cut::RetentionSection::resolve)
+                .transpose()?
+                .unwrap_or_default(),
+        })
     }
 }
 
@@ -269,32 +288,19 @@ pub enum HeadCheck {
     Missing,
 }
 
-/// Which records an export or a retention pass takes out of the log.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Cut {
-    /// Every record up to the last one older than `ms` (milliseconds
-    /// since the epoch).
-    Before { ms: i64 },
-    /// Every record but the newest `records`.
-    Keeping { records: i64 },
-}
-
-/// The kind of the record a cut appends (`audit export`, retention).
-pub const CUT_KIND: &str = "cut";
-
 /// One step of walking the chain: what the next record must be.
-struct Walk {
-    expected: i64,
-    prev: String,
-    broken: Option<Verification>,
+pub(super) struct Walk {
+    pub(super) expected: i64,
+    pub(super) prev: String,
+    pub(super) broken: Option<Verification>,
     /// Whether a `cut` record naming the checkpoint was seen.
-    cut_noted: bool,
+    pub(super) cut_noted: bool,
     /// The hash of the record the head names, once passed.
-    at_head: Option<String>,
+    pub(super) at_head: Option<String>,
 }
 
 impl Walk {
-    fn step(
+    pub(super) fn step(
         &mut self,
         row: &AuditRow,
         checkpoint: Option<&Checkpoint>,
@@ -336,30 +342,6 @@ impl Walk {
     }
 }
 
-/// Why records could not be exported; nothing was removed.
-#[derive(Debug, thiserror::Error)]
-pub enum ExportError {
-    #[error("{0}")]
-    Store(#[from] StoreError),
-    #[error("cannot write the export: {0}")]
-    Write(#[from] std::io::Error),
-    #[error("the audit log is broken at record {seq}: {problem}")]
-    Broken { seq: i64, problem: String },
-    #[error("the audit log changed while it was exported (another process cut it)")]
-    Moved,
-}
-
-impl ExportError {
-    pub fn code(&self) -> &'static str {
-        match self {
-            ExportError::Store(_) => "STATE",
-            ExportError::Write(_) => "EXPORT_WRITE",
-            ExportError::Broken { .. } => "AUDIT_BROKEN",
-            ExportError::Moved => "AUDIT_MOVED",
-        }
-    }
-}
-
 /// Appending to the audit log failed; the message says why.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot write the audit log: {0}")]
@@ -370,6 +352,8 @@ pub struct Audit {
     store: Arc<Store>,
     writer: writer::Writer,
     durability: Durability,
+    /// Retention's thread, once a host started it.
+    pruner: std::sync::Mutex<Option<cut::Pruner>>,
 }
 
 /// SHA-256 over the record's fields and the previous hash, as the compact
@@ -410,7 +394,28 @@ impl Audit {
             store,
             writer,
             durability,
+            pruner: Default::default(),
         })
+    }
+
+    /// Starts applying `retention` on a thread of its own (a pass now, then
+    /// one per interval), unless it sets no limit or already runs. Only a
+    /// host starts it: a command that only reads the log never cuts it.
+    pub fn start_retention(&self, retention: &Retention) -> Result<(), AuditError> {
+        let mut pruner = self
+            .pruner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if pruner.is_some() {
+            return Ok(());
+        }
+        let store = self
+            .store
+            .connect_again()
+            .map_err(|e| AuditError(e.to_string()))?;
+        *pruner = cut::Pruner::start(store, retention.clone())
+            .map_err(|e| AuditError(format!("cannot start audit retention: {e}")))?;
+        Ok(())
     }
 
     /// Appends a call's events, with the execution its session's budgets
@@ -590,11 +595,8 @@ impl Audit {
         }
     }
 
-    /// Takes the records `cut` selects out of the database: writes them to
-    /// `out` as a segment (see [`segment`]), checking each link and hash on
-    /// the way, has `sync` put them on disk, and only then removes them,
-    /// moves the checkpoint and appends a `cut` record naming the last one
-    /// removed. `Ok(None)`: `cut` selects no record.
+    /// Takes the records `cut` selects out of the database into `out`;
+    /// see [`cut::cut`].
     pub fn export(
         &self,
         cut: Cut,
@@ -603,82 +605,7 @@ impl Audit {
         reason: &str,
     ) -> Result<Option<SegmentHeader>, ExportError> {
         self.settle();
-        let through = match cut {
-            Cut::Before { ms } => self.store.audit_last_before(ms)?,
-            Cut::Keeping { records } => self.store.audit_back_from_end(records)?,
-        };
-        let Some((through, through_hash)) = through else {
-            return Ok(None);
-        };
-        self.cut_through(through, through_hash, out, sync, reason)
-            .map(Some)
-    }
-
-    fn cut_through(
-        &self,
-        through: i64,
-        through_hash: String,
-        out: &mut dyn Write,
-        sync: &dyn Fn() -> std::io::Result<()>,
-        reason: &str,
-    ) -> Result<SegmentHeader, ExportError> {
-        let checkpoint = self.store.audit_checkpoint()?;
-        let (first, start) = match &checkpoint {
-            Some(c) => (c.seq + 1, c.hash.clone()),
-            None => (1, crate::store::GENESIS.to_owned()),
-        };
-        let header = SegmentHeader::new(first, start.clone(), through, through_hash.clone());
-        let mut writer = SegmentWriter::start(std::io::BufWriter::new(out), &header)?;
-        let mut walk = Walk {
-            expected: first,
-            prev: start,
-            broken: None,
-            cut_noted: true,
-            at_head: None,
-        };
-        let mut written = Ok(());
-        self.store.scan_audit(first, Some(through), &mut |row| {
-            walk.step(&row, None, None)?;
-            written = writer.record(&row);
-            match written {
-                Ok(()) => std::ops::ControlFlow::Continue(()),
-                Err(_) => std::ops::ControlFlow::Break(()),
-            }
-        })?;
-        written?;
-        if let Some(Verification::Broken { seq, problem }) = walk.broken {
-            return Err(ExportError::Broken { seq, problem });
-        }
-        if walk.expected != through + 1 {
-            return Err(ExportError::Broken {
-                seq: walk.expected,
-                problem: "the record is missing".into(),
-            });
-        }
-        writer.finish()?;
-        sync()?;
-        let note = NewAuditRow {
-            ts_ms: crate::store::now_ms(),
-            call_id: Arc::from(""),
-            session: Arc::from(""),
-            tool: Arc::from(""),
-            kind: std::borrow::Cow::Borrowed(CUT_KIND),
-            data: serde_json::json!({
-                "through_seq": through,
-                "through_hash": through_hash,
-                "records": header.records,
-                "reason": reason,
-            })
-            .to_string(),
-        };
-        let cut = Checkpoint {
-            seq: through,
-            hash: through_hash,
-        };
-        if !self.store.cut_audit(&cut, &note, &record_hash)? {
-            return Err(ExportError::Moved);
-        }
-        Ok(header)
+        cut::cut(&self.store, cut, out, sync, reason)
     }
 
     /// The chain's head as last written, if any.

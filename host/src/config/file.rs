@@ -52,7 +52,7 @@ struct FileConfig {
     #[serde(default)]
     approvals: Option<Spanned<ApprovalsSection>>,
     #[serde(default)]
-    audit: Option<AuditSection>,
+    audit: Option<Spanned<AuditSection>>,
     #[serde(default)]
     budget: Option<Spanned<BudgetSection>>,
     #[serde(default)]
@@ -215,7 +215,12 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
     let approval_ttl = section(text, file.approvals, ApprovalsSection::resolve, || {
         crate::approval::DEFAULT_APPROVAL_TTL
     })?;
-    let audit = file.audit.unwrap_or_default().resolve();
+    let audit = section(
+        text,
+        file.audit,
+        AuditSection::resolve,
+        AuditSettings::default,
+    )?;
     let budget = section(text, file.budget, BudgetSection::resolve, Budget::default)?;
     let max_parallel = section(
         text,

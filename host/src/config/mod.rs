@@ -68,6 +68,7 @@ pub struct Config {
     pub(crate) approval_ttl: std::time::Duration,
     pub(crate) redact_keys: Vec<String>,
     pub(crate) audit_durability: crate::audit::Durability,
+    pub(crate) audit_retention: crate::audit::Retention,
     pub(crate) budget: crate::guards::Budget,
     pub(crate) mcp_list_denied: bool,
     pub(crate) mcp_sessions: McpSessions,
@@ -336,6 +337,26 @@ impl ConfigBuilder {
                 workspace,
             });
         }
+        let mut audit_retention = parsed.audit.retention;
+        if let Some(dir) = &audit_retention.archive_dir {
+            // A relative archive sits in the state directory; one in the
+            // workspace would let tools rewrite the records taken out.
+            // Created now, so its real path is what is checked.
+            let dir = state_dir.join(dir);
+            crate::private_file::create_dir(&dir).map_err(|source| Error::Directory {
+                what: "audit archive",
+                path: dir.clone(),
+                source,
+            })?;
+            let dir = canonical_dir("audit archive", &dir)?;
+            if dir.starts_with(&workspace) {
+                return Err(Error::StateInWorkspace {
+                    state: dir,
+                    workspace,
+                });
+            }
+            audit_retention.archive_dir = Some(dir);
+        }
         Ok(Config {
             plugins_dir,
             workspace,
@@ -349,6 +370,7 @@ impl ConfigBuilder {
             approval_ttl: parsed.approval_ttl,
             redact_keys: parsed.audit.redact_keys,
             audit_durability: parsed.audit.durability,
+            audit_retention,
             budget: parsed.budget,
             mcp_list_denied: parsed.mcp_list_denied,
             mcp_sessions: parsed.mcp_sessions,

@@ -71,6 +71,9 @@ impl Controller {
     /// calls a tool makes through `compose` run on the same host.
     pub fn new(config: Config) -> Result<Arc<Controller>, Error> {
         let records = Records::open(&config)?;
+        records
+            .audit_log()
+            .start_retention(&config.audit_retention)?;
         let engine = config.engine()?;
         let registry = Registry::load(&config.plugins_dir, &engine)?;
         let sandbox = Sandbox::new(engine, config.retry);
