@@ -12,7 +12,11 @@
 //! it waits (as SDK clients wait) and, freely scheduled, also polling; (8)
 //! peak RSS during 1,000 concurrent in-flight calls; (9) sequential
 //! `tools/call` round trips over Streamable HTTP with the official
-//! TypeScript and Python SDK clients. The figures also go to
+//! TypeScript and Python SDK clients; (10) the audit log as it grows to a
+//! million records of real calls: database bytes per call and `audit
+//! verify` time at each tenfold, then an export of all but the newest
+//! thousand, the export checked on its own, and the rest verified. The
+//! figures also go to
 //! `target/bench/bench-<unix ms>.json`, so two runs can be compared. Timing
 //! belongs here, never in test assertions.
 //!
@@ -252,7 +256,8 @@ fn settle(host: &Controller) {
 }
 
 /// Calls per second with `tasks` concurrent callers for `for_how_long`.
-fn throughput(host: Arc<Controller>, tool: &str, args: &str, for_how_long: Duration) -> f64 {
+/// Calls `tool` from 4 tasks per core until `until` says stop; calls/s.
+fn throughput(host: Arc<Controller>, tool: &str, args: &str, until: Until) -> f64 {
     let rt = runtime();
     let tasks = 4 * cores();
     let done = Arc::new(AtomicU64::new(0));
@@ -263,7 +268,7 @@ fn throughput(host: Arc<Controller>, tool: &str, args: &str, for_how_long: Durat
                 let (host, done) = (Arc::clone(&host), Arc::clone(&done));
                 let (tool, args) = (tool.to_owned(), args.to_owned());
                 tokio::spawn(async move {
-                    while started.elapsed() < for_how_long {
+                    while until.goes_on(started, &done) {
                         let r = host.handle(CallRequest::new(&tool, &args)).await;
                         assert_eq!(r.status, Status::Ok, "{r:?}");
                         done.fetch_add(1, Ordering::Relaxed);
@@ -274,6 +279,23 @@ fn throughput(host: Arc<Controller>, tool: &str, args: &str, for_how_long: Durat
         futures::future::join_all(handles).await;
     });
     done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+}
+
+/// When a [`throughput`] run stops.
+#[derive(Clone, Copy)]
+enum Until {
+    Elapsed(Duration),
+    /// About this many calls (each task checks before its next).
+    Calls(u64),
+}
+
+impl Until {
+    fn goes_on(self, started: Instant, done: &AtomicU64) -> bool {
+        match self {
+            Until::Elapsed(limit) => started.elapsed() < limit,
+            Until::Calls(n) => done.load(Ordering::Relaxed) < n,
+        }
+    }
 }
 
 fn cores() -> usize {
@@ -423,6 +445,9 @@ fn main() {
     if want(9) {
         http_row(scale, &mut out);
     }
+    if want(10) {
+        audit_row(scale, &mut out);
+    }
     write_json(out);
 }
 
@@ -485,7 +510,7 @@ fn floor_rows(controller: &Controller, scale: usize, out: &mut Map<String, Value
 }
 
 fn throughput_row(controller: &Arc<Controller>, cores: usize, out: &mut Map<String, Value>) {
-    let seconds = Duration::from_secs(2);
+    let seconds = Until::Elapsed(Duration::from_secs(2));
     let calc_rate = throughput(Arc::clone(controller), "calc", CALC_ARGS, seconds);
     let read_rate = throughput(Arc::clone(controller), "read_file", READ_ARGS, seconds);
     println!(
@@ -753,6 +778,92 @@ fn http_row(scale: usize, out: &mut Map<String, Value>) {
     let _ = server.kill();
     let _ = server.wait();
     out.insert("mcp_http_round_trip".into(), Value::Object(row));
+}
+
+/// The audit log as it grows: database bytes per call, and `audit verify`
+/// against the record count, up to a million records (real calls, so real
+/// records), then an export of all but the newest thousand and a check of
+/// the exported file on its own.
+fn audit_row(scale: usize, out: &mut Map<String, Value>) {
+    let host = Host::new(&[CALC]);
+    let controller = host.controller();
+    let db_bytes = || {
+        ["toolwarden.db", "toolwarden.db-wal"]
+            .iter()
+            .filter_map(|f| std::fs::metadata(host.state.join(f)).ok())
+            .map(|m| m.len())
+            .sum::<u64>()
+    };
+    let empty = db_bytes();
+    let mut levels = Vec::new();
+    let mut calls = 0u64;
+    for target in [10_000u64, 100_000, 1_000_000].map(|r| r * scale as u64) {
+        let more = (target / 3).saturating_sub(calls);
+        throughput(
+            Arc::clone(&controller),
+            "calc",
+            CALC_ARGS,
+            Until::Calls(more),
+        );
+        calls += more;
+        let started = Instant::now();
+        let verified = controller.records().verify().expect("verify");
+        let verify = started.elapsed();
+        let toolwarden::Verification::Intact { records, .. } = verified else {
+            panic!("the chain broke: {verified:?}");
+        };
+        let bytes = db_bytes();
+        let per_call = (bytes - empty) as f64 / calls as f64;
+        println!(
+            "10. audit at {records:>9} records ({calls} calls): database {:>7.1} MB, {per_call:>6.0} bytes per call, verify {:>7.2} s",
+            bytes as f64 / 1e6,
+            verify.as_secs_f64()
+        );
+        levels.push(json!({ "records": records, "calls": calls, "db_bytes": bytes, "bytes_per_call": round(per_call), "verify_s": round(verify.as_secs_f64()) }));
+    }
+    let file = host.state.join("old.jsonl");
+    let mut exported = std::fs::File::create(&file).expect("export file");
+    let synced = exported.try_clone().expect("export file");
+    let started = Instant::now();
+    let segment = controller
+        .records()
+        .export_audit(
+            toolwarden::Cut::Keeping { records: 1000 },
+            &mut exported,
+            &|| synced.sync_all(),
+        )
+        .expect("export")
+        .expect("records to export");
+    let export = started.elapsed();
+    let started = Instant::now();
+    let checked = toolwarden::verify_segment(std::io::BufReader::new(
+        std::fs::File::open(&file).expect("export file"),
+    ))
+    .expect("read the export");
+    let check = started.elapsed();
+    assert!(
+        matches!(checked, toolwarden::SegmentCheck::Intact { .. }),
+        "{checked:?}"
+    );
+    let started = Instant::now();
+    let rest = controller.records().verify().expect("verify");
+    let after = started.elapsed();
+    assert!(
+        matches!(rest, toolwarden::Verification::Intact { .. }),
+        "{rest:?}"
+    );
+    println!(
+        "    export of {} records {:.2} s ({:.0} MB file), verify --file {:.2} s, verify of the rest {:.3} s",
+        segment.records,
+        export.as_secs_f64(),
+        std::fs::metadata(&file).map_or(0, |m| m.len()) as f64 / 1e6,
+        check.as_secs_f64(),
+        after.as_secs_f64()
+    );
+    out.insert(
+        "audit".into(),
+        json!({ "levels": levels, "export": { "records": segment.records, "export_s": round(export.as_secs_f64()), "verify_file_s": round(check.as_secs_f64()), "verify_rest_s": round(after.as_secs_f64()) } }),
+    );
 }
 
 fn write_json(out: Map<String, Value>) {

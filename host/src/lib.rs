@@ -75,8 +75,10 @@ mod when;
 mod workspace;
 
 pub use approval::{Approval, ApprovalDecision, Decider};
+pub use audit::segment::{SegmentCheck, SegmentHeader, verify_segment};
 pub use audit::{
-    ApprovalStats, HeadCheck, Record, SessionStats, Spread, Stats, ToolStats, Verification,
+    ApprovalStats, Cut, ExportError, HeadCheck, Record, Retention, SessionStats, Spread, Stats,
+    ToolStats, Verification,
 };
 pub use call::{
     CallId, CallRequest, CancelToken, MAX_ARGS_BYTES, Progress, ProgressSink, RawArgs, SessionId,
