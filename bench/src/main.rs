@@ -38,7 +38,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use toolwarden::{AuditFilter, CallRequest, ConfigBuilder, Controller, Status, Tracing};
-use toolwarden_tests::{CALC, FS, HOSTILE, NUMBERED, rss_kib};
+use toolwarden_tests::{CALC, FS, HOSTILE, numbered_plugins, rss_kib};
 
 /// The allocator the `toolwarden` binary uses, so that the figures are the
 /// shipped host's (the floor runs under it too).
@@ -303,20 +303,6 @@ fn cores() -> usize {
 }
 
 /// `n` distinct plugins made from the `numbered` template.
-fn numbered_plugins(dir: &Path, n: usize) {
-    let template = std::fs::read(NUMBERED).expect("numbered fixture");
-    let slot = b"numbered_tool_00000";
-    let at = template
-        .windows(slot.len())
-        .position(|w| w == slot)
-        .expect("the name slot is in the component");
-    for i in 0..n {
-        let mut copy = template.clone();
-        copy[at..at + slot.len()].copy_from_slice(format!("numbered_tool_{i:05}").as_bytes());
-        std::fs::write(dir.join(format!("numbered_{i:05}.wasm")), copy).expect("write plugin");
-    }
-}
-
 fn startup(n: usize) -> (Duration, Duration) {
     let host = Host::new(&[]);
     numbered_plugins(&host.plugins, n);

@@ -266,13 +266,16 @@ pub fn assert_still_serves(host: &Controller) {
 
 /// Runs `toolwarden ARGS` through `script` (util-linux), the command with
 /// the environment it should have, on a pseudo-terminal, typing `answer`
-/// at the prompt: (exit code, everything the terminal showed).
+/// at the prompt: (exit code, everything the terminal showed). The
+/// terminal is `TERM=dumb` unless `script` names another.
 pub fn on_a_terminal(mut script: Command, args: &str, answer: &str) -> (i32, String) {
     use std::io::Write;
     let command = format!("{} {args}", binary().display());
+    if !script.get_envs().any(|(key, _)| key == "TERM") {
+        script.env("TERM", "dumb");
+    }
     let mut child = script
         .args(["-qec", &command, "/dev/null"])
-        .env("TERM", "dumb")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -367,3 +367,40 @@ fn what_a_plugin_may_declare_is_bounded_by_the_limits() {
         "a limit cannot be turned off"
     );
 }
+
+/// Compiling plugins never seen before takes a while: on a terminal a bar
+/// shows how far loading is, once it has taken a second; a start from the
+/// cache draws nothing (nor does a dumb terminal, which cannot redraw).
+#[test]
+fn a_slow_cold_start_shows_progress_on_a_terminal_and_a_warm_one_does_not() {
+    let t = TestHost::new(&[]);
+    toolwarden_tests::numbered_plugins(&t.plugins, 24);
+    let mut xterm = t.command("script");
+    xterm.env("TERM", "xterm");
+    let started = std::time::Instant::now();
+    let (code, out) = crate::harness::on_a_terminal(xterm, "list", "");
+    let cold = started.elapsed();
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("numbered_tool_00023"), "{out}");
+    if cold > std::time::Duration::from_millis(1500) {
+        assert!(
+            out.contains("compiled") && out.contains("24/24 plugins"),
+            "a {cold:?} start showed no progress: {out}"
+        );
+    }
+    let mut xterm = t.command("script");
+    xterm.env("TERM", "xterm");
+    let (code, out) = crate::harness::on_a_terminal(xterm, "list", "");
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        !out.contains("plugins (") && out.contains("numbered_tool_00023"),
+        "from the cache: {out}"
+    );
+    let (code, stdout, stderr) = run_cli(t.cli().arg("list"));
+    assert_eq!(code, 0);
+    assert!(
+        !stderr.contains("compil"),
+        "no bar off a terminal: {stderr}"
+    );
+    assert!(stdout.contains("numbered_tool_00000"));
+}

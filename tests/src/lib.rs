@@ -16,3 +16,20 @@ pub fn rss_kib() -> u64 {
         })
         .unwrap_or(0)
 }
+
+/// Writes `n` distinct copies of the `numbered` fixture into `dir`, each
+/// serving one tool (`numbered_tool_00000`, ...): plugins no cache has seen,
+/// for the startup figures and tests.
+pub fn numbered_plugins(dir: &std::path::Path, n: usize) {
+    let template = std::fs::read(NUMBERED).expect("numbered fixture");
+    let slot = b"numbered_tool_00000";
+    let at = template
+        .windows(slot.len())
+        .position(|w| w == slot)
+        .expect("the name slot is in the component");
+    for i in 0..n {
+        let mut copy = template.clone();
+        copy[at..at + slot.len()].copy_from_slice(format!("numbered_tool_{i:05}").as_bytes());
+        std::fs::write(dir.join(format!("numbered_{i:05}.wasm")), copy).expect("write plugin");
+    }
+}

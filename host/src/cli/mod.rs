@@ -21,6 +21,7 @@ use args::{ApprovalsCommand, AuditCommand, Command, GlobalArgs, PluginsCommand, 
 use clap::Parser;
 use commands::trust::Use;
 use printer::Printer;
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 /// How a command ended, mapped to the process exit code in one place.
@@ -102,7 +103,40 @@ fn build_config(global: &GlobalArgs) -> Result<Config, Error> {
     if let Some(dir) = &global.state {
         builder = builder.state_dir(dir);
     }
+    if std::io::stderr().is_terminal() {
+        builder = builder.load_progress(load_progress());
+    }
     builder.build()
+}
+
+/// A bar on the terminal while plugins load, shown only once loading has
+/// taken a second (compiling plugins never seen before): a start from the
+/// cache is over before anything is drawn.
+fn load_progress() -> impl Fn(usize, usize) + Send + Sync + 'static {
+    let started = std::time::Instant::now();
+    let bar: std::sync::Mutex<Option<indicatif::ProgressBar>> = Default::default();
+    move |done, total| {
+        let mut bar = bar
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if bar.is_none() && started.elapsed() < std::time::Duration::from_secs(1) {
+            return;
+        }
+        let bar = bar.get_or_insert_with(|| {
+            let bar = indicatif::ProgressBar::new(total as u64);
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "{msg} [{bar:30}] {pos}/{len} plugins ({elapsed})",
+            ) {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar.set_message("compiling");
+            bar
+        });
+        bar.set_position(done as u64);
+        if done == total {
+            bar.finish_with_message("compiled");
+        }
+    }
 }
 
 fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {

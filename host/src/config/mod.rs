@@ -52,6 +52,7 @@ impl Default for McpSessions {
 /// Everything a host needs, resolved and checked.
 #[derive(Debug)]
 pub struct Config {
+    pub(crate) load_progress: Option<crate::registry::LoadProgress>,
     pub(crate) plugins_dir: PathBuf,
     pub(crate) workspace: PathBuf,
     pub(crate) state_dir: PathBuf,
@@ -222,6 +223,7 @@ pub struct ConfigBuilder {
     state_dir: Option<PathBuf>,
     source: Source,
     sandbox: SandboxMode,
+    load_progress: Option<crate::registry::LoadProgress>,
 }
 
 impl ConfigBuilder {
@@ -236,6 +238,7 @@ impl ConfigBuilder {
             state_dir: None,
             source: Source::default(),
             sandbox: SandboxMode::default(),
+            load_progress: None,
         }
     }
 
@@ -263,6 +266,16 @@ impl ConfigBuilder {
 
     pub fn sandbox(mut self, mode: SandboxMode) -> Self {
         self.sandbox = mode;
+        self
+    }
+
+    /// Told (plugins loaded, of how many) as a host starting on this
+    /// config loads its plugins: compiling one never seen takes a while.
+    pub fn load_progress(
+        mut self,
+        progress: impl Fn(usize, usize) + Send + Sync + 'static,
+    ) -> Self {
+        self.load_progress = Some(crate::registry::LoadProgress(std::sync::Arc::new(progress)));
         self
     }
 
@@ -358,6 +371,7 @@ impl ConfigBuilder {
             audit_retention.archive_dir = Some(dir);
         }
         Ok(Config {
+            load_progress: self.load_progress,
             plugins_dir,
             workspace,
             state_dir,

@@ -75,7 +75,11 @@ impl Controller {
             .audit_log()
             .start_retention(&config.audit_retention)?;
         let engine = config.engine()?;
-        let registry = Registry::load(&config.plugins_dir, &engine)?;
+        let registry = Registry::load(
+            &config.plugins_dir,
+            &engine,
+            config.load_progress.as_ref().map(|p| &*p.0),
+        )?;
         let sandbox = Sandbox::new(engine, config.retry);
         let guards = Guards::new(
             config.sandbox,

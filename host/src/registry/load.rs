@@ -1,7 +1,7 @@
 //! Reading plugin files and turning each into checked [`Tool`]s.
 
 use super::RegistryError;
-use super::{Plugin, Tool};
+use super::{OnLoaded, Plugin, Tool};
 use crate::engine::Engine;
 use crate::engine::PluginError;
 use crate::provenance::{MAX_SIGNATURE_BYTES, Proven, SIGNATURE_SUFFIX};
@@ -66,11 +66,16 @@ pub(super) fn plugin_files(dir: &Path) -> Result<Vec<PathBuf>, RegistryError> {
 
 /// Loads each file, compiling several at once: compilation dominates a cold
 /// start and is independent per file. Results keep the files' order.
-pub(super) fn load_all(files: &[PathBuf], engine: &Engine) -> Vec<Result<Loaded, LoadFailure>> {
+pub(super) fn load_all(
+    files: &[PathBuf],
+    engine: &Engine,
+    progress: Option<&OnLoaded>,
+) -> Vec<Result<Loaded, LoadFailure>> {
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(files.len().max(1));
     let next = std::sync::atomic::AtomicUsize::new(0);
+    let finished = std::sync::atomic::AtomicUsize::new(0);
     let mut slots: Vec<Option<Result<Loaded, LoadFailure>>> = files.iter().map(|_| None).collect();
     let done = std::sync::Mutex::new(&mut slots);
     std::thread::scope(|scope| {
@@ -85,6 +90,10 @@ pub(super) fn load_all(files: &[PathBuf], engine: &Engine) -> Vec<Result<Loaded,
                     });
                     if let Ok(mut slots) = done.lock() {
                         slots[i] = Some(outcome);
+                    }
+                    let finished = finished.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                    if let Some(progress) = progress {
+                        progress(finished, files.len());
                     }
                 }
             });

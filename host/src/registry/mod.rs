@@ -152,12 +152,31 @@ pub struct Registry {
     failures: Vec<LoadFailure>,
 }
 
+/// Told (plugins loaded, of how many) as each plugin of a directory is
+/// loaded; from the loading threads, in any order.
+pub type OnLoaded = dyn Fn(usize, usize) + Send + Sync;
+
+/// A shared [`OnLoaded`], as a config carries it.
+#[derive(Clone)]
+pub struct LoadProgress(pub std::sync::Arc<OnLoaded>);
+
+impl std::fmt::Debug for LoadProgress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LoadProgress")
+    }
+}
+
 impl Registry {
-    /// Loads every `*.wasm` in `dir`, in name order.
-    pub fn load(dir: &Path, engine: &Engine) -> Result<Registry, RegistryError> {
+    /// Loads every `*.wasm` in `dir`, in name order, telling `progress`
+    /// (plugins done, of how many) as each one is loaded.
+    pub fn load(
+        dir: &Path,
+        engine: &Engine,
+        progress: Option<&OnLoaded>,
+    ) -> Result<Registry, RegistryError> {
         let files = load::plugin_files(dir)?;
         let mut registry = Registry::default();
-        for outcome in load::load_all(&files, engine) {
+        for outcome in load::load_all(&files, engine, progress) {
             match outcome {
                 Ok((plugin, tools)) => registry.add(plugin, tools)?,
                 Err(failure) => {
@@ -187,7 +206,7 @@ impl Registry {
         };
         let (mut kept, mut arriving) = (Vec::new(), Vec::new());
         let mut registry = Registry::default();
-        for outcome in load::load_all(&files, engine) {
+        for outcome in load::load_all(&files, engine, None) {
             match outcome {
                 Ok(loaded) if serving(&loaded.0) => kept.push(loaded),
                 Ok(loaded) => arriving.push(loaded),
