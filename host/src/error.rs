@@ -10,6 +10,9 @@ use crate::engine::PluginError;
 use crate::registry::RegistryError;
 use std::path::PathBuf;
 
+/// What [`Error::StateInWorkspace`] names for the state directory itself.
+pub(crate) const STATE_DIRECTORY: &str = "state directory";
+
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -40,8 +43,13 @@ pub enum Error {
         source: std::io::Error,
     },
 
-    #[error("the state directory `{}` is inside the workspace `{}`", state.display(), workspace.display())]
-    StateInWorkspace { state: PathBuf, workspace: PathBuf },
+    #[error("the {what} `{}` is inside the workspace `{}`", state.display(), workspace.display())]
+    StateInWorkspace {
+        /// `state directory`, or `audit archive`.
+        what: &'static str,
+        state: PathBuf,
+        workspace: PathBuf,
+    },
 
     #[error("the plugins directory `{}` is inside the workspace `{}`, which this session lets tools write", plugins.display(), workspace.display())]
     PluginsInWorkspace {
@@ -115,11 +123,15 @@ impl Error {
             Error::Registry(e) => e.hint(),
             Error::Plugin { source, .. } => source.hint(),
             Error::Directory { .. } => "check that the directory exists and is writable".into(),
-            Error::StateInWorkspace { .. } => {
-                "choose a `--state` directory outside the workspace: a tool that can write the \
-                 workspace could otherwise tamper with the host's state"
-                    .into()
-            }
+            Error::StateInWorkspace { what, .. } => match *what {
+                STATE_DIRECTORY => "choose a `--state` directory outside the workspace: a tool \
+                     that can write the workspace could otherwise tamper with the host's state"
+                    .into(),
+                _ => format!(
+                    "put the {what} outside the workspace (a relative one sits in the state \
+                     directory): a tool that can write the workspace could otherwise tamper with it"
+                ),
+            },
             Error::PluginsInWorkspace { .. } => {
                 "keep `--plugins` outside the workspace: a tool that can write the workspace could \
                  otherwise add a plugin of its own choosing"
@@ -294,6 +306,7 @@ mod tests {
                 source: io(),
             },
             Error::StateInWorkspace {
+                what: STATE_DIRECTORY,
                 state: path(),
                 workspace: path(),
             },

@@ -746,7 +746,7 @@ fn retention_settings_that_cannot_work_are_config_errors() {
         ("max_age = \"soon\"", "is not a duration"),
         (
             "archive_dir = \"../workspace/audit\"",
-            "inside the workspace",
+            "the audit archive `",
         ),
     ] {
         let t = TestHost::new(&[CALC]).config(&format!(
@@ -755,5 +755,9 @@ fn retention_settings_that_cannot_work_are_config_errors() {
         let (code, _, stderr) = run_cli(t.cli().args(["list"]));
         assert_eq!(code, 2, "{table}: {stderr}");
         assert!(stderr.contains(expected), "{table}: {stderr}");
+        assert!(
+            !t.workspace.join("audit").exists(),
+            "a refused archive is not left in the workspace"
+        );
     }
 }

@@ -346,6 +346,7 @@ impl ConfigBuilder {
         }
         if state_dir.starts_with(&workspace) {
             return Err(Error::StateInWorkspace {
+                what: crate::error::STATE_DIRECTORY,
                 state: state_dir,
                 workspace,
             });
@@ -356,14 +357,20 @@ impl ConfigBuilder {
             // workspace would let tools rewrite the records taken out.
             // Created now, so its real path is what is checked.
             let dir = state_dir.join(dir);
+            let existed = dir.exists();
             crate::private_file::create_dir(&dir).map_err(|source| Error::Directory {
                 what: "audit archive",
                 path: dir.clone(),
                 source,
             })?;
+            let made = dir.clone();
             let dir = canonical_dir("audit archive", &dir)?;
             if dir.starts_with(&workspace) {
+                if !existed {
+                    let _ = std::fs::remove_dir(&made);
+                }
                 return Err(Error::StateInWorkspace {
+                    what: "audit archive",
                     state: dir,
                     workspace,
                 });
