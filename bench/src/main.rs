@@ -5,7 +5,7 @@
 //! on the host's tuned engine, through the sync and the async API; (2) the
 //! same call through the whole governed pipeline in-process, audit on; (3)
 //! its ratio to the floors; (4) governed calls per second on all cores; (5)
-//! startup with 1, 10 and 50 plugins, cold and warm; (6) a batch of 8
+//! startup with 1, 10, 50 and 200 plugins, cold (listed, then all optimized) and warm; (6) a batch of 8
 //! read-only calls against the same 8 run serially; (7) `tools/call` round
 //! trips over MCP stdio with a bare JSON-RPC client, beside `ping` and `cat`,
 //! scheduled freely and on one core, with the client asleep in `read` while
@@ -15,8 +15,10 @@
 //! TypeScript and Python SDK clients; (10) the audit log as it grows to a
 //! million records of real calls: database bytes per call and `audit
 //! verify` time at each tenfold, then an export of all but the newest
-//! thousand, the export checked on its own, and the rest verified. The
-//! figures also go to
+//! thousand, the export checked on its own, and the rest verified; (11)
+//! `serve --http` under 1, 16, 64 and 256 keep-alive connections of
+//! stateless `tools/call`: calls per second, p50, p99, errors and the
+//! server's memory. The figures also go to
 //! `target/bench/bench-<unix ms>.json`, so two runs can be compared. Timing
 //! belongs here, never in test assertions.
 //!
@@ -28,6 +30,7 @@
 //! (e.g. `1,2,7`) runs only those rows.
 
 mod bare;
+mod load;
 mod mcp;
 
 use bare::{Api, Engine, Floor};
@@ -302,20 +305,35 @@ fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// `n` distinct plugins made from the `numbered` template.
-fn startup(n: usize) -> (Duration, Duration) {
+/// Start times with `n` distinct plugins made from the `numbered` template.
+struct Startup {
+    /// Never compiled: until the tools are listed (baseline code).
+    cold: Duration,
+    /// Never compiled: until every plugin's optimized code is built too.
+    cold_optimized: Duration,
+    /// Everything in the cache.
+    warm: Duration,
+}
+
+fn startup(n: usize) -> Startup {
     let host = Host::new(&[]);
     numbered_plugins(&host.plugins, n);
     let started = Instant::now();
     let cold = host.controller();
     let cold_time = started.elapsed();
     assert_eq!(cold.registry().tools().count(), n);
+    cold.registry().finish_compiling();
+    let cold_optimized = started.elapsed();
     drop(cold);
     let started = Instant::now();
     let warm = host.controller();
     let warm_time = started.elapsed();
     assert_eq!(warm.registry().tools().count(), n);
-    (cold_time, warm_time)
+    Startup {
+        cold: cold_time,
+        cold_optimized,
+        warm: warm_time,
+    }
 }
 
 fn batch_vs_serial(host: &Controller, tool: &str, args: &[String]) -> (Duration, Duration) {
@@ -434,6 +452,9 @@ fn main() {
     if want(10) {
         audit_row(scale, &mut out);
     }
+    if want(11) {
+        load_row(scale, &mut out);
+    }
     write_json(out);
 }
 
@@ -510,16 +531,22 @@ fn throughput_row(controller: &Arc<Controller>, cores: usize, out: &mut Map<Stri
 
 fn startup_row(out: &mut Map<String, Value>) {
     let mut startups = Map::new();
-    for n in [1, 10, 50] {
-        let (cold, warm) = startup(n);
+    let ms = |d: Duration| round(d.as_secs_f64() * 1e3);
+    for n in [1, 10, 50, 200] {
+        let Startup {
+            cold,
+            cold_optimized,
+            warm,
+        } = startup(n);
         println!(
-            "5. startup to ready, {n:>2} plugins: cold {:>9.1} ms   warm {:>7.2} ms",
+            "5. startup to ready, {n:>3} plugins: cold {:>8.1} ms (all optimized {:>8.1} ms)   warm {:>7.2} ms",
             cold.as_secs_f64() * 1e3,
+            cold_optimized.as_secs_f64() * 1e3,
             warm.as_secs_f64() * 1e3
         );
         startups.insert(
             format!("{n}_plugins"),
-            json!({ "cold_ms": round(cold.as_secs_f64() * 1e3), "warm_ms": round(warm.as_secs_f64() * 1e3) }),
+            json!({ "cold_ms": ms(cold), "cold_all_optimized_ms": ms(cold_optimized), "warm_ms": ms(warm) }),
         );
     }
     out.insert("startup".into(), Value::Object(startups));
@@ -674,29 +701,9 @@ fn rss_row(controller: &Arc<Controller>, out: &mut Map<String, Value>) {
 /// cannot run here is reported as skipped, with why.
 fn http_row(scale: usize, out: &mut Map<String, Value>) {
     let n = (200 * scale).to_string();
-    let binary = std::env::current_exe()
-        .expect("own path")
-        .with_file_name("toolwarden");
     let host = Host::new(&[CALC]);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free loopback port")
-        .port();
-    let address = format!("127.0.0.1:{port}");
-    let mut server = mcp::serve_command(&binary, &host.plugins, &host.workspace, &host.state)
-        .args(["--http", &address])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start serve --http");
-    let listening = Instant::now();
-    while std::net::TcpStream::connect(&address).is_err() {
-        assert!(
-            listening.elapsed() < Duration::from_secs(20),
-            "serve --http did not listen"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let server = mcp::HttpServer::start(&host.plugins, &host.workspace, &host.state);
+    let address = &server.address;
     let url = format!("http://{address}/mcp");
     let clients = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients");
     let venv_python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python");
@@ -761,9 +768,47 @@ fn http_row(scale: usize, out: &mut Map<String, Value>) {
             }
         }
     }
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     out.insert("mcp_http_round_trip".into(), Value::Object(row));
+}
+
+/// Row 11: `serve --http` under 1, 16, 64 and 256 keep-alive connections
+/// of stateless `tools/call`, each level for three seconds (times the
+/// scale) after a short warm-up.
+fn load_row(scale: usize, out: &mut Map<String, Value>) {
+    let host = Host::new(&[CALC]);
+    let server = mcp::HttpServer::start(&host.plugins, &host.workspace, &host.state);
+    load::level(&server.address, 4, Duration::from_secs(1));
+    let mut levels = Map::new();
+    for connections in [1, 16, 64, 256] {
+        let level = load::level(
+            &server.address,
+            connections,
+            Duration::from_secs(3 * scale as u64),
+        );
+        let (rss, peak) = load::rss_mib(server.pid());
+        println!(
+            "11. HTTP under load, {connections:>3} connections: {:>7.0} calls/s   p50 {:>6.2} ms   p99 {:>6.2} ms   errors {}   RSS {rss:.0} MiB (peak {peak:.0})",
+            level.calls_per_second,
+            level.p50.as_secs_f64() * 1e3,
+            level.p99.as_secs_f64() * 1e3,
+            level.errors,
+        );
+        levels.insert(
+            connections.to_string(),
+            json!({
+                "calls": level.calls,
+                "calls_per_second": level.calls_per_second.round(),
+                "p50_ms": round(level.p50.as_secs_f64() * 1e3),
+                "p99_ms": round(level.p99.as_secs_f64() * 1e3),
+                "errors": level.errors,
+                "rss_mib": round(rss),
+                "peak_rss_mib": round(peak),
+            }),
+        );
+    }
+    println!("    (the load generator runs on one thread of the same two cores)");
+    out.insert("mcp_http_load".into(), Value::Object(levels));
 }
 
 /// The audit log as it grows: database bytes per call, and `audit verify`

@@ -308,3 +308,48 @@ fn set_affinity(cpus: &[usize]) {
     };
     assert_eq!(done, 0, "cannot set the CPU affinity to {cpus:?}");
 }
+
+/// `toolwarden serve --http` on a free loopback port, stopped when dropped.
+pub struct HttpServer {
+    pub address: String,
+    process: Child,
+}
+
+impl HttpServer {
+    pub fn start(plugins: &Path, workspace: &Path, state: &Path) -> HttpServer {
+        let binary = std::env::current_exe()
+            .expect("own path")
+            .with_file_name("toolwarden");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free loopback port")
+            .port();
+        let address = format!("127.0.0.1:{port}");
+        let process = serve_command(&binary, plugins, workspace, state)
+            .args(["--http", &address])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start serve --http");
+        let listening = Instant::now();
+        while std::net::TcpStream::connect(&address).is_err() {
+            assert!(
+                listening.elapsed() < Duration::from_secs(20),
+                "serve --http did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        HttpServer { address, process }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.process.id()
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
+}

@@ -340,6 +340,9 @@ fn nested_calls_count_against_the_sessions_budget() {
 #[test]
 fn cancelling_or_timing_out_the_parent_stops_its_child() {
     let (_t, host) = host(ALLOW_ALL);
+    // The cancellation comes 300 ms in: by then the child must be running,
+    // not its plugin still compiling.
+    host.registry().finish_compiling();
     let request = run_request(&[("hostile_sleep", json!({ "ms": 20_000 }))]);
     let cancel = request.cancel.clone();
     let started = Instant::now();

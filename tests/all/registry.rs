@@ -106,10 +106,96 @@ fn a_second_start_loads_from_the_cache_instead_of_recompiling() {
     assert_still_serves(&second);
 }
 
+/// Starts a host and waits until every plugin's optimized code is built
+/// and cached, which a start otherwise finishes in the background.
+fn start_and_compile(t: &TestHost) {
+    let host = t.controller();
+    host.registry().finish_compiling();
+    assert!(host.registry().plugins().iter().all(|p| p.is_optimized()));
+}
+
+#[test]
+fn a_new_plugin_is_described_from_fast_code_and_called_on_optimized_code() {
+    let t = TestHost::new(&[CALC, FS]);
+    let host = t.controller();
+    let registry = host.registry();
+    let plugins = registry.plugins();
+    assert!(plugins.iter().all(|p| p.origin() == Origin::Compiled));
+    // The call builds (or waits for) its own plugin's optimized code.
+    assert_still_serves(&host);
+    let calc = plugins
+        .iter()
+        .find(|p| p.file_name() == "calc.wasm")
+        .unwrap();
+    assert!(calc.is_optimized());
+    registry.finish_compiling();
+    drop(registry);
+    drop(host);
+    // One entry per plugin: each optimized entry replaced its baseline one.
+    let entries = std::fs::read_dir(t.state.join("cache")).unwrap().count();
+    assert_eq!(entries, 2);
+    let host = t.controller();
+    assert!(
+        host.registry()
+            .plugins()
+            .iter()
+            .all(|p| p.origin() == Origin::Cache && p.is_optimized())
+    );
+    assert_still_serves(&host);
+}
+
+#[test]
+fn a_first_call_waits_for_its_own_plugins_optimized_code_not_for_the_others() {
+    let t = TestHost::new(&[CALC]);
+    toolwarden_tests::numbered_plugins(&t.plugins, 40);
+    let host = t.controller();
+    assert_eq!(host.registry().plugins().len(), 41);
+    // Forty plugins take seconds to optimize on two cores; calc's own
+    // compile a fraction of one.
+    assert_still_serves(&host);
+    let optimized = host
+        .registry()
+        .plugins()
+        .iter()
+        .filter(|p| p.is_optimized())
+        .count();
+    assert!(
+        optimized < 41,
+        "the call returned only after every plugin was optimized"
+    );
+    host.registry().finish_compiling();
+    assert!(host.registry().plugins().iter().all(|p| p.is_optimized()));
+}
+
+/// Winch, the baseline compiler, does not compile tail calls: a plugin
+/// that uses them is compiled optimized at once, not refused. (This one
+/// then fails to link, since it exports no tool: that it got that far shows
+/// it was compiled.)
+#[test]
+fn a_plugin_the_baseline_compiler_refuses_is_compiled_optimized_instead() {
+    let t = TestHost::new(&[CALC]);
+    let tail_calls = wat::parse_str(
+        r#"(component (core module (func $loop (param i32) (return_call $loop (local.get 0)))))"#,
+    )
+    .unwrap();
+    std::fs::write(t.plugins.join("tail_calls.wasm"), tail_calls).unwrap();
+    let host = t.controller();
+    let registry = host.registry();
+    let failures = registry.failures();
+    assert_eq!(failures.len(), 1);
+    assert!(
+        matches!(failures[0].error(), PluginError::WrongWorld(_)),
+        "compiled, then refused for what it exports: {}",
+        failures[0]
+    );
+    drop(registry);
+    assert_still_serves(&host);
+}
+
 #[test]
 fn a_corrupted_cache_entry_is_recompiled_never_run() {
     let t = TestHost::new(&[CALC]);
-    drop(t.controller());
+    start_and_compile(&t);
     let entries: Vec<_> = std::fs::read_dir(t.state.join("cache"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -138,7 +224,7 @@ fn a_corrupted_cache_entry_is_recompiled_never_run() {
 #[test]
 fn an_entry_of_the_earlier_cache_format_is_replaced_not_read() {
     let t = TestHost::new(&[CALC]);
-    drop(t.controller());
+    start_and_compile(&t);
     let cache = t.state.join("cache");
     let current = std::fs::read_dir(&cache)
         .unwrap()
@@ -176,7 +262,7 @@ fn an_entry_of_the_earlier_cache_format_is_replaced_not_read() {
 #[test]
 fn a_cache_entry_made_without_this_hosts_key_is_recompiled_never_run() {
     let planter = TestHost::new(&[CALC]);
-    drop(planter.controller());
+    start_and_compile(&planter);
     let victim = TestHost::new(&[CALC]);
     let planted = std::fs::read_dir(planter.state.join("cache"))
         .unwrap()

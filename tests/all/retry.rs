@@ -41,6 +41,9 @@ fn epoch_ms_in(delay: Duration) -> u128 {
 fn a_read_that_failed_is_tried_again_until_it_works() {
     let t = host("[retry]\nattempts = 5\nbackoff_ms = 50");
     let host = t.controller();
+    // The window below is wall-clock time: spent compiling, it would be over
+    // before the first attempt.
+    host.registry().finish_compiling();
     // Fails for 120 ms: the attempts at about 0 and 50 ms fail, the one
     // at about 150 ms (after waiting 50, then 100) succeeds.
     let until = epoch_ms_in(Duration::from_millis(120));

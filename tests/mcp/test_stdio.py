@@ -132,6 +132,9 @@ async def test_progress_notifications_arrive(host):
 async def test_cancelling_a_busy_loop_stops_it_quickly(host):
     async with stdio_client(host.server()) as (r, w), ClientSession(r, w) as s:
         await s.initialize()
+        # The plugin's first call compiles its optimized code; the spin
+        # below must be running when it is cancelled, not waiting for it.
+        await s.call_tool("hostile_progress", {"steps": 1})
         started = time.monotonic()
         with anyio.move_on_after(0.3):
             await s.call_tool("hostile_spin", {})
@@ -146,6 +149,7 @@ async def test_cancelling_a_busy_loop_stops_it_quickly(host):
             break
         time.sleep(0.1)
     assert outcomes and outcomes[0]["code"] == "CANCELLED", outcomes
+    assert "did not run" not in outcomes[0]["message"], "it was running"
     assert outcomes[0]["duration_us"] < 2_000_000, "stopped well before its 30 s deadline"
 
 

@@ -511,6 +511,10 @@ impl Controller {
         trail.ran = true;
         let tool = Arc::clone(prepared.tool());
         trail.ran_on = Some(crate::audit::RanOn(Arc::clone(&tool.plugin)));
+        // Like a wait for a free sandbox, a wait for the plugin's code ends
+        // in an outcome (cancelled, it says the call did not run), and it
+        // is not run time: the budget's clock starts after it.
+        self.sandbox.code_ready(&prepared, &request.cancel).await?;
         let children = tool
             .plugin
             .loaded

@@ -105,7 +105,8 @@ impl Cache {
         }
     }
 
-    fn entry(&self, wasm_sha256: &str) -> PathBuf {
+    /// Where the entry for `wasm_sha256` lives, whether or not it exists.
+    pub fn entry(&self, wasm_sha256: &str) -> PathBuf {
         self.dir
             .join(format!("{wasm_sha256}-{}-v3.cwasm", self.engine_key))
     }

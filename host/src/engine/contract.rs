@@ -279,6 +279,14 @@ impl PluginPre {
         }
     }
 
+    /// The engine it was compiled for: its stores must be made on it.
+    pub(crate) fn engine(&self) -> &wasmtime::Engine {
+        match self {
+            PluginPre::V0_1(pre) => pre.engine(),
+            PluginPre::V0_2(pre) => pre.engine(),
+        }
+    }
+
     /// Starts the plugin and asks it for its tools.
     pub(crate) async fn tools(
         &self,

@@ -37,8 +37,18 @@ pub(super) fn describe(
         progress_gate: Default::default(),
         children: None,
     };
+    // A plugin compiled for the first time is described with its baseline
+    // code, which is then dropped: calls run the optimized code.
+    let baseline = plugin.baseline.lock().ok().and_then(|mut b| b.take());
+    let code = match &baseline {
+        Some(code) => code,
+        None => plugin.optimize().map_err(|e| {
+            PluginError::Describe(CallError::new(ErrorCode::HostError, e.to_owned()))
+        })?,
+    };
     let (mut store, pipes) = new_store(
         engine,
+        code,
         &Grant::default(),
         host,
         DESCRIBE_FUEL,
@@ -48,7 +58,7 @@ pub(super) fn describe(
     let cancel = CancelToken::default();
     let _ticking = engine.ticker.running();
     let specs = runtime.block_on(async {
-        let guest = std::pin::pin!(plugin.pre.tools(&mut store));
+        let guest = std::pin::pin!(code.tools(&mut store));
         race(guest, DESCRIBE_TIMEOUT, &cancel).await
     });
     let specs = classify(specs, &store, &pipes, DESCRIBE_TIMEOUT).map_err(PluginError::Describe)?;

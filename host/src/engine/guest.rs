@@ -7,6 +7,7 @@
 
 use super::Engine;
 pub(crate) use super::contract::Phase;
+use super::contract::PluginPre;
 use super::state::{CallState, HostState, Limiter};
 use crate::call::CancelToken;
 use crate::capability::{FsAccess, Grant};
@@ -33,8 +34,10 @@ pub(crate) struct Pipes {
     stderr: MemoryOutputPipe,
 }
 
+/// A store on `code`'s engine for one run of it.
 pub(crate) fn new_store(
     engine: &Engine,
+    code: &PluginPre,
     grant: &Grant,
     host: HostState,
     fuel: u64,
@@ -94,7 +97,7 @@ pub(crate) fn new_store(
         http: wasmtime_wasi_http::WasiHttpCtx::new(),
         egress,
     };
-    let mut store = Store::new(&engine.wasmtime, state);
+    let mut store = Store::new(code.engine(), state);
     store.limiter(|s| &mut s.limiter);
     store.set_fuel(fuel).map_err(host_error)?;
     store.set_epoch_deadline(1);

@@ -22,7 +22,7 @@ mod links;
 mod setup;
 mod state;
 
-pub(crate) use contract::CallContext;
+pub(crate) use contract::{CallContext, PluginPre};
 pub use contract::{Contract, RawOutput, ToolFailure};
 pub use error::{EngineError, PluginError};
 pub use host::LOG_BUDGET_BYTES;
@@ -33,25 +33,39 @@ use crate::egress::Egress;
 use crate::limits::Limits;
 use crate::provenance::Provenance;
 use crate::spec::ToolSpec;
-use contract::PluginPre;
 use std::fmt;
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 use wasmtime::component::{Component, HasSelf, Linker};
 
 /// Where a loaded plugin's compiled code came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Origin {
-    /// Compiled now (and written to the cache).
+    /// Compiled now, by the baseline compiler (and written to the cache);
+    /// its optimized code follows (see [`LoadedPlugin`]).
     Compiled,
-    /// Loaded from the on-disk cache, not recompiled.
+    /// Loaded from the on-disk cache: the optimized code, or the baseline
+    /// code of a plugin whose optimized compile never finished.
     Cache,
 }
 
 /// A compiled, linked plugin, ready to instantiate once per call.
+///
+/// A plugin never compiled before is first compiled with the baseline
+/// compiler (Winch, several times faster to compile, slower to run), enough
+/// to ask it for its tools; the code its calls run is compiled with the
+/// optimizing one (Cranelift) later, in the background or by its first
+/// call, whichever comes first. So a start with many new plugins serves
+/// `tools/list` after the fast compile, and a call waits only for its own
+/// plugin's optimized code, never for the others'.
 pub struct LoadedPlugin {
-    pub(crate) pre: PluginPre,
+    optimized: OnceLock<Result<PluginPre, String>>,
+    /// What building `optimized` needs, until it is built.
+    deferred: Mutex<Option<Deferred>>,
+    /// The baseline code, until the plugin has been described with it.
+    baseline: Mutex<Option<PluginPre>>,
     origin: Origin,
+    contract: Contract,
     imports: Vec<String>,
     /// Asked on every call: found once, at load.
     composes: bool,
@@ -59,9 +73,57 @@ pub struct LoadedPlugin {
     shows: bool,
 }
 
+/// A plugin's optimized compile, not yet done.
+struct Deferred {
+    wasm: Vec<u8>,
+    sha256: String,
+    compiler: Arc<Compiler>,
+    /// The baseline code's cache entry, which the optimized one replaces.
+    superseded: Option<PathBuf>,
+}
+
 impl LoadedPlugin {
     pub fn origin(&self) -> Origin {
         self.origin
+    }
+
+    /// Whether the code its calls run is built (see [`LoadedPlugin`]).
+    pub fn is_optimized(&self) -> bool {
+        self.optimized.get().is_some()
+    }
+
+    /// The code calls run, if it is built; `Err` says why it could not be.
+    pub(crate) fn optimized(&self) -> Option<Result<&PluginPre, &str>> {
+        self.optimized
+            .get()
+            .map(|built| built.as_ref().map_err(String::as_str))
+    }
+
+    /// The code calls run, built now on this thread unless it is built or
+    /// being built, in which case this waits for that build alone. Blocks.
+    pub(crate) fn optimize(&self) -> Result<&PluginPre, &str> {
+        self.optimized
+            .get_or_init(|| {
+                let deferred = self.deferred.lock().ok().and_then(|mut d| d.take());
+                let Some(Deferred {
+                    wasm,
+                    sha256,
+                    compiler,
+                    superseded,
+                }) = deferred
+                else {
+                    return Err("its code was lost before it was compiled".into());
+                };
+                let component = compiler
+                    .compile(&wasm, &sha256)
+                    .map_err(|e| e.to_string())?;
+                if let Some(superseded) = superseded {
+                    let _ = std::fs::remove_file(superseded);
+                }
+                compiler.link(&component).map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(String::as_str)
     }
 
     /// The interfaces the component imports.
@@ -71,7 +133,7 @@ impl LoadedPlugin {
 
     /// The contract version it was built against.
     pub fn contract(&self) -> Contract {
-        self.pre.contract()
+        self.contract
     }
 
     /// Whether it imports `compose`, so its tools may call other tools.
@@ -101,16 +163,20 @@ impl fmt::Debug for LoadedPlugin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LoadedPlugin")
             .field("origin", &self.origin)
-            .field("contract", &self.contract())
+            .field("contract", &self.contract)
+            .field("optimized", &self.is_optimized())
             .field("imports", &self.imports)
             .finish()
     }
 }
 
 pub struct Engine {
-    wasmtime: wasmtime::Engine,
-    linker: Linker<CallState>,
-    cache: cache::Cache,
+    /// Cranelift: the code calls run.
+    optimizing: Arc<Compiler>,
+    /// Winch: the code a plugin compiled for the first time is described
+    /// with. `None` where Winch cannot run (it compiles for x86-64 only):
+    /// there every plugin is compiled optimized at once.
+    baseline: Option<Compiler>,
     /// The workspace preopened for calls that are granted it, and the
     /// root the link checks hold it to.
     workspace: links::LinkRoot,
@@ -120,6 +186,58 @@ pub struct Engine {
     /// What a plugin file must prove before it is compiled.
     provenance: Arc<Provenance>,
     ticker: setup::Ticker,
+}
+
+/// One wasmtime engine, the linker every plugin is linked with on it, and
+/// its compile cache (entries are per engine: the two never mix).
+struct Compiler {
+    wasmtime: wasmtime::Engine,
+    linker: Linker<CallState>,
+    cache: cache::Cache,
+}
+
+impl Compiler {
+    fn new(engine: wasmtime::Engine, state_dir: &Path) -> Result<Compiler, EngineError> {
+        let engine_error = EngineError::from_wasmtime;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(engine_error)?;
+        // Linked for every plugin, so a plugin that imports it still loads
+        // and is then refused by name if it declares no network; a call
+        // without a network grant has every request refused.
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(engine_error)?;
+        links::shadow(&mut linker).map_err(engine_error)?;
+        bindings::v0_1::toolwarden::tool::host::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
+            .map_err(engine_error)?;
+        bindings::v0_2::toolwarden::tool::host::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
+            .map_err(engine_error)?;
+        bindings::v0_2::toolwarden::tool::compose::add_to_linker::<_, HasSelf<_>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(engine_error)?;
+        let cache = cache::Cache::open(state_dir, setup::engine_key(&engine));
+        Ok(Compiler {
+            wasmtime: engine,
+            linker,
+            cache,
+        })
+    }
+
+    /// Compiles `wasm` and caches the result.
+    fn compile(&self, wasm: &[u8], sha256: &str) -> Result<Component, PluginError> {
+        let component = Component::new(&self.wasmtime, wasm)
+            .map_err(|e| PluginError::NotAComponent(format!("{e:#}")))?;
+        self.cache.put(sha256, &component);
+        Ok(component)
+    }
+
+    fn link(&self, component: &Component) -> Result<PluginPre, PluginError> {
+        let pre = self
+            .linker
+            .instantiate_pre(component)
+            .map_err(|e| PluginError::WrongWorld(format!("{e:#}")))?;
+        PluginPre::new(pre).map_err(PluginError::WrongWorld)
+    }
 }
 
 impl fmt::Debug for Engine {
@@ -142,30 +260,23 @@ impl Engine {
         egress: Arc<Egress>,
         provenance: Arc<Provenance>,
     ) -> Result<Engine, EngineError> {
-        let engine_error = EngineError::from_wasmtime;
-        let engine = setup::engine(limits).map_err(engine_error)?;
-        let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(engine_error)?;
-        // Linked for every plugin, so a plugin that imports it still loads
-        // and is then refused by name if it declares no network; a call
-        // without a network grant has every request refused.
-        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(engine_error)?;
-        links::shadow(&mut linker).map_err(engine_error)?;
-        bindings::v0_1::toolwarden::tool::host::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
-            .map_err(engine_error)?;
-        bindings::v0_2::toolwarden::tool::host::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
-            .map_err(engine_error)?;
-        bindings::v0_2::toolwarden::tool::compose::add_to_linker::<_, HasSelf<_>>(
-            &mut linker,
-            |s| s,
-        )
-        .map_err(engine_error)?;
-        let cache = cache::Cache::open(state_dir, setup::engine_key(&engine));
-        let ticker = setup::Ticker::start(&engine);
+        let optimizing = Compiler::new(
+            setup::engine(limits).map_err(EngineError::from_wasmtime)?,
+            state_dir,
+        )?;
+        let baseline = setup::baseline_engine()
+            .map_err(EngineError::from_wasmtime)
+            .and_then(|engine| Compiler::new(engine, state_dir))
+            .inspect_err(|e| {
+                tracing::debug!("no baseline compiler, so plugins compile optimized at once: {e}");
+            })
+            .ok();
+        let mut engines = vec![&optimizing.wasmtime];
+        engines.extend(baseline.as_ref().map(|b| &b.wasmtime));
+        let ticker = setup::Ticker::start(&engines);
         Ok(Engine {
-            wasmtime: engine,
-            linker,
-            cache,
+            optimizing: Arc::new(optimizing),
+            baseline,
             workspace: links::LinkRoot::new(workspace),
             limits: limits.clone(),
             egress,
@@ -174,44 +285,86 @@ impl Engine {
         })
     }
 
-    /// Compiles (or loads from cache) and links a plugin.
+    /// Loads a plugin from the cache, or compiles it with the baseline
+    /// compiler and leaves the optimized compile for later (see
+    /// [`LoadedPlugin`]), and links it.
     pub fn load(&self, wasm: &[u8], sha256: &str) -> Result<LoadedPlugin, PluginError> {
-        let (component, origin) = match self.cache.get(&self.wasmtime, sha256) {
-            Some(component) => (component, Origin::Cache),
+        let optimizing = &self.optimizing;
+        let cached = optimizing
+            .cache
+            .get(&optimizing.wasmtime, sha256)
+            .map(|hit| (hit, true))
+            .or_else(|| {
+                let baseline = self.baseline.as_ref()?;
+                Some((baseline.cache.get(&baseline.wasmtime, sha256)?, false))
+            });
+        let (component, origin, optimized) = match cached {
+            Some((hit, optimized)) => (hit, Origin::Cache, optimized),
             None => {
-                let component = Component::new(&self.wasmtime, wasm)
-                    .map_err(|e| PluginError::NotAComponent(format!("{e:#}")))?;
-                self.cache.put(sha256, &component);
-                (component, Origin::Compiled)
+                let (component, optimized) = self.compile_first(wasm, sha256)?;
+                (component, Origin::Compiled, optimized)
             }
         };
         let imports: Vec<String> = component
             .component_type()
-            .imports(&self.wasmtime)
+            .imports(component.engine())
             .map(|(name, _)| name.to_owned())
             .collect();
         let composes = imports.iter().any(|name| name == COMPOSE_IMPORT);
         let exports = |wanted: &str| {
             component
                 .component_type()
-                .exports(&self.wasmtime)
+                .exports(component.engine())
                 .any(|(name, _)| name == wanted)
         };
         let presents = exports(PRESENT_EXPORT);
         let shows = exports(SHOW_EXPORT);
-        let pre = self
-            .linker
-            .instantiate_pre(&component)
-            .map_err(|e| PluginError::WrongWorld(format!("{e:#}")))?;
-        let pre = PluginPre::new(pre).map_err(PluginError::WrongWorld)?;
+        let linker = match &self.baseline {
+            Some(baseline) if !optimized => baseline,
+            _ => &**optimizing,
+        };
+        let pre = linker.link(&component)?;
+        let contract = pre.contract();
+        let (optimized, deferred, baseline) = if optimized {
+            (OnceLock::from(Ok(pre)), None, None)
+        } else {
+            let deferred = Deferred {
+                wasm: wasm.to_vec(),
+                sha256: sha256.to_owned(),
+                compiler: Arc::clone(optimizing),
+                superseded: self.baseline.as_ref().map(|b| b.cache.entry(sha256)),
+            };
+            (OnceLock::new(), Some(deferred), Some(pre))
+        };
         Ok(LoadedPlugin {
-            pre,
+            optimized,
+            deferred: Mutex::new(deferred),
+            baseline: Mutex::new(baseline),
             origin,
+            contract,
             imports,
             composes,
             presents,
             shows,
         })
+    }
+
+    /// A plugin's first code: the baseline compiler's, unless it refuses
+    /// the plugin (Winch does not compile every proposal, tail calls for
+    /// one), in which case the optimized code is compiled at once.
+    /// `true`: what it returns is the optimized code.
+    fn compile_first(&self, wasm: &[u8], sha256: &str) -> Result<(Component, bool), PluginError> {
+        if let Some(baseline) = &self.baseline {
+            match baseline.compile(wasm, sha256) {
+                Ok(component) => return Ok((component, false)),
+                Err(e) => {
+                    tracing::debug!(
+                        "the baseline compiler refused a plugin ({e}); compiling it optimized"
+                    );
+                }
+            }
+        }
+        Ok((self.optimizing.compile(wasm, sha256)?, true))
     }
 
     /// Calls a plugin's `tools()` under the load-time budget. Blocks.

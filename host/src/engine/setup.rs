@@ -1,12 +1,17 @@
-//! The one wasmtime [`Engine`] of a host, its configuration, and the ticker
-//! thread that drives epoch deadlines while guests run.
+//! The wasmtime engines of a host (the optimizing one calls run on, the
+//! baseline one a new plugin is first described with), their
+//! configuration, and the ticker thread that drives epoch deadlines while
+//! guests run.
 
 use crate::limits::Limits;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
-use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{
+    Config, Enabled, Engine, EngineWeak, InstanceAllocationStrategy, PoolingAllocationConfig,
+    Strategy,
+};
 
 /// How often the ticker advances the epoch. A running guest yields to the
 /// executor at every tick, so this bounds how late a timeout or cancellation
@@ -66,6 +71,23 @@ pub(super) fn engine(limits: &Limits) -> Result<Engine, wasmtime::Error> {
     Engine::new(&engine_config(limits))
 }
 
+/// The engine a plugin is first compiled with when no cached code exists,
+/// only to ask it for its tools: Winch, wasmtime's baseline compiler,
+/// which compiles several times faster than Cranelift and runs slower.
+/// Its guests get the same fuel, epoch deadlines, stack and (through the
+/// store's limiter) memory cap; it keeps no pool, since each plugin runs
+/// there once.
+pub(super) fn baseline_engine() -> Result<Engine, wasmtime::Error> {
+    let mut config = Config::new();
+    config
+        .strategy(Strategy::Winch)
+        .wasm_component_model(true)
+        .epoch_interruption(true)
+        .consume_fuel(true)
+        .max_wasm_stack(MAX_WASM_STACK);
+    Engine::new(&config)
+}
+
 /// Identifies the engine settings that compiled code depends on, so cached
 /// artefacts from another configuration or wasmtime version are never used.
 pub(super) fn engine_key(engine: &Engine) -> String {
@@ -82,7 +104,7 @@ const IDLE_TICKS_BEFORE_SLEEP: u32 = 20;
 /// The thread that advances the epoch every [`EPOCH_TICK`] while guests
 /// run, and sleeps while none has for [`IDLE_TICKS_BEFORE_SLEEP`] ticks.
 /// Every guest runs under a [`Ticking`], which wakes it if it sleeps. It
-/// stops when the ticker is dropped (or the engine is gone).
+/// stops when the ticker is dropped (or one of its engines is gone).
 pub(super) struct Ticker {
     shared: Arc<Shared>,
     thread: Option<std::thread::Thread>,
@@ -99,9 +121,9 @@ struct Shared {
 pub(crate) struct Ticking<'a>(&'a Ticker);
 
 impl Ticker {
-    pub fn start(engine: &Engine) -> Ticker {
+    pub fn start(engines: &[&Engine]) -> Ticker {
         let shared = Arc::new(Shared::default());
-        let weak = engine.weak();
+        let weak: Vec<EngineWeak> = engines.iter().map(|e| e.weak()).collect();
         let state = Arc::clone(&shared);
         let spawned = std::thread::Builder::new()
             .name("toolwarden-epoch".into())
@@ -147,15 +169,16 @@ impl Drop for Ticker {
     }
 }
 
-fn tick(engine: &wasmtime::EngineWeak, shared: &Shared) {
+fn tick(engines: &[EngineWeak], shared: &Shared) {
     let mut idle_ticks = 0;
     while !shared.stopped.load(Ordering::SeqCst) {
         std::thread::sleep(EPOCH_TICK);
-        let Some(engine) = engine.upgrade() else {
-            return;
-        };
-        engine.increment_epoch();
-        drop(engine);
+        for engine in engines {
+            let Some(engine) = engine.upgrade() else {
+                return;
+            };
+            engine.increment_epoch();
+        }
         if shared.running.load(Ordering::SeqCst) > 0 {
             idle_ticks = 0;
             continue;

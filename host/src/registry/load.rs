@@ -209,3 +209,56 @@ fn check_tool(spec: ToolSpec, plugin: &Arc<Plugin>) -> Result<Tool, PluginError>
         output,
     })
 }
+
+/// The background compile threads' nice value (Linux: per thread): the
+/// calls being served come first; a call that needs a plugin's code before
+/// it is built compiles it on its own thread, at the calls' priority.
+const OPTIMIZE_NICENESS: i32 = 10;
+
+/// Compiles the optimized code of every plugin that lacks it (see
+/// [`crate::engine::LoadedPlugin`]), one plugin per thread at a time. A
+/// plugin whose registry is gone by its turn (a reload replaced it, the
+/// host stopped) is skipped. Returns at once.
+pub(super) fn optimize_in_background(plugins: &[Arc<Plugin>]) {
+    let pending: Vec<std::sync::Weak<Plugin>> = plugins
+        .iter()
+        .filter(|p| !p.loaded.is_optimized())
+        .map(Arc::downgrade)
+        .collect();
+    if pending.is_empty() {
+        return;
+    }
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(pending.len());
+    let pending = Arc::new(pending);
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    for _ in 0..workers {
+        let (pending, next) = (Arc::clone(&pending), Arc::clone(&next));
+        let spawned = std::thread::Builder::new()
+            .name("toolwarden-compile".into())
+            .spawn(move || {
+                if let Err(e) = rustix::process::setpriority_process(None, OPTIMIZE_NICENESS) {
+                    tracing::debug!("background compiles keep the calls' priority: {e}");
+                }
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(plugin) = pending.get(i) else { break };
+                    if let Some(plugin) = plugin.upgrade()
+                        && let Err(e) = plugin.loaded.optimize()
+                    {
+                        tracing::warn!(
+                            "plugin `{}`: its optimized code cannot be compiled: {e}",
+                            plugin.file.display()
+                        );
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(
+                "no background compile thread ({e}); each plugin compiles at its first call"
+            );
+            return;
+        }
+    }
+}

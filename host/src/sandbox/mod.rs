@@ -71,6 +71,18 @@ impl Sandbox {
         self.slots.available_permits()
     }
 
+    /// Waits until the optimized code of `call`'s plugin is built, which
+    /// only a plugin loaded moments ago may still lack; it compiles that
+    /// plugin alone if no one is compiling it yet. Run before the call's
+    /// clock starts: compiling is neither its run time nor its deadline.
+    pub async fn code_ready(
+        &self,
+        call: &PreparedCall,
+        cancel: &crate::call::CancelToken,
+    ) -> Result<(), CallError> {
+        run::code_of(&call.tool().plugin, cancel).await.map(|_| ())
+    }
+
     /// Runs a prepared call to the end: returned, failed, or stopped.
     pub async fn run(&self, call: PreparedCall, cx: RunContext) -> Execution {
         let tool = call.tool();

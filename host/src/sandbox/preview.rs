@@ -85,6 +85,7 @@ impl Sandbox {
             .limits()
             .timeout_for(tool.spec.timeout_ms)
             .min(PREVIEW_TIMEOUT);
+        let pre = super::run::code_of(&tool.plugin, &Default::default()).await?;
         let Ok(slot) = Arc::clone(&self.slots).try_acquire_owned() else {
             return Err(CallError::new(
                 ErrorCode::HostError,
@@ -100,8 +101,8 @@ impl Sandbox {
             progress_gate: Default::default(),
             children: None,
         };
-        let (mut store, pipes) = new_store(engine, &grant, host, engine.limits().fuel, timeout)?;
-        let pre = &tool.plugin.loaded.pre;
+        let (mut store, pipes) =
+            new_store(engine, pre, &grant, host, engine.limits().fuel, timeout)?;
         let name = &tool.spec.name;
         let outcome = {
             let _ticking = engine.ticking();

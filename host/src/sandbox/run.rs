@@ -10,8 +10,9 @@ use crate::approval::PreparedCall;
 use crate::call::{CallId, CancelToken, ChildCalls, ProgressSink, SessionId};
 use crate::capability::FsAccess;
 use crate::engine::guest::{GUEST_WORKSPACE, classify, log_stdio, new_store, race};
-use crate::engine::{CallContext, Engine, HostState, LOG_BUDGET_BYTES};
+use crate::engine::{CallContext, Engine, HostState, LOG_BUDGET_BYTES, PluginPre};
 use crate::outcome::{CallError, ErrorCode};
+use crate::registry::Plugin;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
 
@@ -35,6 +36,44 @@ pub(super) struct Attempt {
     pub started: bool,
 }
 
+/// The code `plugin`'s calls run: built now if it is not yet (see
+/// [`crate::engine::LoadedPlugin`]), on a blocking thread, while the call
+/// waits for that plugin alone. Like waiting for an instance, the wait
+/// is not run time and may be cancelled; the build then goes on, for the
+/// next call.
+pub(super) async fn code_of<'p>(
+    plugin: &'p Arc<Plugin>,
+    cancel: &CancelToken,
+) -> Result<&'p PluginPre, CallError> {
+    let unbuilt = |why: &str| {
+        CallError::new(
+            ErrorCode::HostError,
+            format!("the plugin's code could not be compiled: {why}; the call did not run"),
+        )
+    };
+    if let Some(built) = plugin.loaded.optimized() {
+        return built.map_err(unbuilt);
+    }
+    let building = Arc::clone(plugin);
+    let build = tokio::task::spawn_blocking(move || {
+        let _ = building.loaded.optimize();
+    });
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => {
+            return Err(CallError::new(
+                ErrorCode::Cancelled,
+                "the call was cancelled while its plugin was compiled; it did not run",
+            ));
+        }
+        _ = build => {}
+    }
+    match plugin.loaded.optimized() {
+        Some(built) => built.map_err(unbuilt),
+        None => Err(unbuilt("the compiling thread stopped")),
+    }
+}
+
 /// One attempt at `call`, stopped after `timeout` (what is left of the
 /// call's `deadline`).
 pub(super) async fn invoke(
@@ -53,6 +92,10 @@ pub(super) async fn invoke(
     };
     let tool = call.tool();
     let fuel = engine.limits().fuel;
+    let code = match code_of(&tool.plugin, &cx.cancel).await {
+        Ok(code) => code,
+        Err(e) => return not_started(e),
+    };
     // Beyond `max_instances` calls in flight, a call waits for an instance
     // (still cancellable) rather than failing; the wait is not run time.
     // A free instance is taken without registering as a waiter anywhere.
@@ -85,7 +128,7 @@ pub(super) async fn invoke(
         progress_gate: Default::default(),
         children: cx.children.clone(),
     };
-    let (mut store, pipes) = match new_store(engine, call.grant(), host, fuel, timeout) {
+    let (mut store, pipes) = match new_store(engine, code, call.grant(), host, fuel, timeout) {
         Ok(created) => created,
         Err(e) => return not_started(e),
     };
@@ -99,7 +142,7 @@ pub(super) async fn invoke(
     // level. It is dropped at the end of this block, when `race` is done.
     let outcome = {
         let _ticking = engine.ticking();
-        let guest = std::pin::pin!(tool.plugin.loaded.pre.invoke(
+        let guest = std::pin::pin!(code.invoke(
             &mut store,
             &tool.spec.name,
             call.args().canonical(),
