@@ -684,6 +684,12 @@ fn retention_keeps_the_newest_records_and_archives_the_rest_in_segments_that_cha
             let path = entry.unwrap().path();
             let (code, segment) = verify_file(&t, &path);
             assert_eq!(code, 0, "{}: {segment:#}", path.display());
+            let named = format!(
+                "audit-{:012}-{:012}.jsonl",
+                segment["first_seq"].as_i64().unwrap(),
+                segment["last_seq"].as_i64().unwrap()
+            );
+            assert_eq!(path.file_name().unwrap().to_str(), Some(named.as_str()));
             segment
         })
         .collect();

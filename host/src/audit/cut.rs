@@ -85,19 +85,13 @@ fn cut_through(
     sync: &dyn Fn() -> std::io::Result<()>,
     reason: &str,
 ) -> Result<SegmentHeader, ExportError> {
-    let (first, start) = match store.audit_checkpoint()? {
-        Some(c) => (c.seq + 1, c.hash),
-        None => (1, crate::store::GENESIS.to_owned()),
-    };
-    let header = SegmentHeader::new(first, start.clone(), through.seq, through.hash.clone());
+    let base = store
+        .audit_checkpoint()?
+        .unwrap_or_else(Checkpoint::genesis);
+    let first = base.seq + 1;
+    let header = SegmentHeader::new(first, base.hash.clone(), through.seq, through.hash.clone());
     let mut writer = SegmentWriter::start(std::io::BufWriter::new(out), &header)?;
-    let mut walk = Walk {
-        expected: first,
-        prev: start,
-        broken: None,
-        cut_noted: true,
-        at_head: None,
-    };
+    let mut walk = Walk::after(base, true);
     let mut written = Ok(());
     store.scan_audit(first, Some(through.seq), &mut |row| {
         walk.step(&row, None, None)?;
@@ -233,17 +227,22 @@ impl Retention {
                 "retention",
             );
         };
-        // Named for when it was taken: the seqs are known only once the
-        // cut point is read, inside the cut.
-        let file = dir.join(format!(
-            "audit-{}-{}.jsonl",
+        // Written under a name of its own (two takes of one pass may fall
+        // in the same millisecond), then named for the records it holds,
+        // once the cut knows them: seqs never repeat, so the names never
+        // collide, and they sort in chain order. After a crash between the
+        // two, the `audit-taking-*` file holds a whole segment.
+        static TAKES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let taking = dir.join(format!(
+            "audit-taking-{}-{}-{}.jsonl",
             crate::store::now_ms(),
-            std::process::id()
+            std::process::id(),
+            TAKES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         ));
         let mut out = crate::private_file::options()
             .write(true)
             .create_new(true)
-            .open(&file)?;
+            .open(&taking)?;
         let synced = out.try_clone()?;
         let taken = cut(
             store,
@@ -252,11 +251,33 @@ impl Retention {
             &|| sync_with_dir(&synced, dir),
             "retention",
         );
-        if !matches!(taken, Ok(Some(_))) {
-            let _ = std::fs::remove_file(&file);
+        match &taken {
+            Ok(Some(header)) => {
+                let named = dir.join(segment_file_name(header));
+                let renamed = std::fs::rename(&taking, &named)
+                    .and_then(|()| std::fs::File::open(dir)?.sync_all());
+                if let Err(e) = renamed {
+                    tracing::warn!(
+                        "the archived segment keeps the name `{}`: {e}",
+                        taking.display()
+                    );
+                }
+            }
+            _ => {
+                let _ = std::fs::remove_file(&taking);
+            }
         }
         taken
     }
+}
+
+/// An archived segment's file name: its first and last seq, zero-padded so
+/// that names sort as the chain runs.
+fn segment_file_name(header: &SegmentHeader) -> String {
+    format!(
+        "audit-{:012}-{:012}.jsonl",
+        header.first_seq, header.last_seq
+    )
 }
 
 /// The file's bytes and its name in `dir`, both on disk.

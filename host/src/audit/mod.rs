@@ -300,6 +300,18 @@ pub(super) struct Walk {
 }
 
 impl Walk {
+    /// A walk from the record after `base` (where a cut left the chain,
+    /// or its genesis); `cut_noted` when no `cut` record is to be looked for.
+    pub(super) fn after(base: Checkpoint, cut_noted: bool) -> Walk {
+        Walk {
+            expected: base.seq + 1,
+            prev: base.hash,
+            broken: None,
+            cut_noted,
+            at_head: None,
+        }
+    }
+
     pub(super) fn step(
         &mut self,
         row: &AuditRow,
@@ -491,22 +503,14 @@ impl Audit {
         // before it was written, so the scan below sees them all.
         let head = self.store.read_head();
         let checkpoint = self.store.audit_checkpoint()?;
-        let (first, start) = match &checkpoint {
-            Some(c) => (c.seq + 1, c.hash.clone()),
-            None => (1, crate::store::GENESIS.to_owned()),
-        };
         let head_seq = head
             .as_ref()
             .ok()
             .and_then(|h| h.as_ref())
             .map(|h| h.records);
-        let mut walk = Walk {
-            expected: first,
-            prev: start,
-            broken: None,
-            cut_noted: checkpoint.is_none(),
-            at_head: None,
-        };
+        let base = checkpoint.clone().unwrap_or_else(Checkpoint::genesis);
+        let mut walk = Walk::after(base, checkpoint.is_none());
+        let first = walk.expected;
         self.store.scan_audit(first, None, &mut |row| {
             walk.step(&row, checkpoint.as_ref(), head_seq)
         })?;

@@ -201,10 +201,10 @@ pub fn verify_segment(input: impl BufRead) -> io::Result<SegmentCheck> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::GENESIS;
+    use crate::store::Checkpoint;
 
     fn chain(n: i64) -> Vec<AuditRow> {
-        let mut prev = GENESIS.to_owned();
+        let mut prev = Checkpoint::genesis().hash;
         (1..=n)
             .map(|seq| {
                 let row = NewAuditRow {
@@ -237,7 +237,7 @@ mod tests {
     #[test]
     fn a_written_segment_verifies_and_any_change_to_it_shows() {
         let rows = chain(3);
-        let header = SegmentHeader::new(1, GENESIS.into(), 3, rows[2].hash.clone());
+        let header = SegmentHeader::new(1, Checkpoint::genesis().hash, 3, rows[2].hash.clone());
         let text = written(&rows, &header);
         let intact = verify_segment(text.as_bytes()).unwrap();
         assert!(

@@ -333,15 +333,16 @@ pub async fn trail(
     let host = Arc::clone(&console.host);
     match blocking(move || host.records().audit(&filter)).await {
         Ok(Ok(records)) => {
-            // Without a view (the store failed on the second read) the
-            // records still speak for the call.
-            let shown = match records.is_empty() {
-                true => None,
-                false => console.host.show_call(&id).await.unwrap_or_else(|e| {
+            // Without a view (the approval's preview could not be read)
+            // the records still speak for the call.
+            let shown = console
+                .host
+                .show_records(&id, &records)
+                .await
+                .unwrap_or_else(|e| {
                     tracing::warn!(call = %id, "the call could not be read back: {e}");
                     None
-                }),
-            };
+                });
             page(pages::trail(&id, &records, shown.as_ref(), &session.csrf))
         }
         Ok(Err(e)) => unavailable("audit unavailable", &e.to_string(), &session.csrf),

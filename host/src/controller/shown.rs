@@ -42,10 +42,19 @@ impl Controller {
             call_id: Some(call_id.to_owned()),
             ..AuditFilter::default()
         };
-        let records: Vec<Record> = self
-            .records
-            .audit(&filter)?
-            .into_iter()
+        let records = self.records.audit(&filter)?;
+        self.show_records(call_id, &records).await
+    }
+
+    /// [`Controller::show_call`] from records already read: every record
+    /// of the call (records of other calls among them are passed over).
+    pub async fn show_records(
+        &self,
+        call_id: &str,
+        records: &[Record],
+    ) -> Result<Option<ShownCall>, Error> {
+        let records: Vec<&Record> = records
+            .iter()
             .filter(|record| record.call_id == call_id)
             .collect();
         let Some(first) = records.first() else {

@@ -39,6 +39,17 @@ pub struct Checkpoint {
     pub hash: String,
 }
 
+impl Checkpoint {
+    /// Where a chain nothing was ever cut from starts: before record 1,
+    /// on the genesis hash.
+    pub fn genesis() -> Checkpoint {
+        Checkpoint {
+            seq: 0,
+            hash: GENESIS.to_owned(),
+        }
+    }
+}
+
 /// Which records to read. Empty means all.
 #[derive(Clone, Debug, Default)]
 pub struct AuditFilter {
@@ -147,10 +158,12 @@ impl Store {
             .map_err(|e| self.error(e))?;
         match last {
             Some(last) => Ok(last),
-            None => Ok(checkpoint_in(tx)
-                .map_err(|e| self.error(e))?
-                .map(|c| (c.seq, c.hash))
-                .unwrap_or((0, GENESIS.to_owned()))),
+            None => {
+                let base = checkpoint_in(tx)
+                    .map_err(|e| self.error(e))?
+                    .unwrap_or_else(Checkpoint::genesis);
+                Ok((base.seq, base.hash))
+            }
         }
     }
 

@@ -14,7 +14,7 @@ mod head;
 mod keys;
 
 pub use approvals::{ApprovalRow, ApprovalState, Binding, Consumed};
-pub use audit::{AuditFilter, AuditRow, Checkpoint, GENESIS, NewAuditRow};
+pub use audit::{AuditFilter, AuditRow, Checkpoint, NewAuditRow};
 pub use executions::ExecutionRow;
 pub use head::{HEAD_FILE, Head};
 pub use keys::KeyState;
