@@ -192,6 +192,31 @@ fn a_plugin_the_baseline_compiler_refuses_is_compiled_optimized_instead() {
     assert_still_serves(&host);
 }
 
+/// A command may exit while a background compile writes its entry; the
+/// half-written temporary it leaves is removed by a later start once it is
+/// clearly abandoned, and one that may still be written is left alone.
+#[test]
+fn a_temporary_left_in_the_cache_by_a_stopped_process_is_removed_later() {
+    let t = TestHost::new(&[CALC]);
+    start_and_compile(&t);
+    let cache = t.state.join("cache");
+    let abandoned = cache.join("left-by-a-stopped-process.tmp");
+    let fresh = cache.join("being-written-now.tmp");
+    for file in [&abandoned, &fresh] {
+        std::fs::write(file, b"half an entry").unwrap();
+    }
+    std::fs::File::options()
+        .write(true)
+        .open(&abandoned)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(7200))
+        .unwrap();
+    let host = t.controller();
+    assert!(!abandoned.exists());
+    assert!(fresh.exists());
+    assert_still_serves(&host);
+}
+
 #[test]
 fn a_corrupted_cache_entry_is_recompiled_never_run() {
     let t = TestHost::new(&[CALC]);

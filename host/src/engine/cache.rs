@@ -98,8 +98,10 @@ impl Cache {
                 None
             }
         };
+        let dir = state_dir.join("cache");
+        remove_stale_temporaries(&dir);
         Cache {
-            dir: state_dir.join("cache"),
+            dir,
             engine_key,
             key,
         }
@@ -179,6 +181,30 @@ impl Cache {
             let _ = std::fs::remove_file(old);
         }
         Ok(())
+    }
+}
+
+/// A temporary file older than this was left by a process that stopped
+/// while writing an entry (a command exits while its background compiles
+/// are still writing); no write takes anywhere near this long.
+const STALE_TEMPORARY: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Removes such leftovers, so they do not pile up; best effort.
+fn remove_stale_temporaries(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let stale = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|modified| modified.elapsed().ok())
+            .is_some_and(|age| age > STALE_TEMPORARY);
+        if stale && path.extension().is_some_and(|ext| ext == "tmp") {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 
