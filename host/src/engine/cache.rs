@@ -42,7 +42,7 @@ const KEY_LEN: usize = blake3::KEY_LEN;
 pub(super) struct Cache {
     dir: PathBuf,
     engine_key: String,
-    /// `None`: no key could be read or made, so nothing is cached.
+    /// As [`CacheDir`] read it.
     key: Option<[u8; KEY_LEN]>,
 }
 
@@ -88,9 +88,18 @@ fn load_key(state_dir: &Path) -> io::Result<[u8; KEY_LEN]> {
     )))
 }
 
-impl Cache {
-    /// The cache in `state_dir/cache`, keyed by `state_dir/cache.key`.
-    pub fn open(state_dir: &Path, engine_key: String) -> Cache {
+/// The cache directory and its key, read once and shared by the cache of
+/// every engine (each names its entries by its own engine key).
+#[derive(Debug)]
+pub(super) struct CacheDir {
+    dir: PathBuf,
+    /// `None`: no key could be read or made, so nothing is cached.
+    key: Option<[u8; KEY_LEN]>,
+}
+
+impl CacheDir {
+    /// `state_dir/cache`, keyed by `state_dir/cache.key`.
+    pub fn open(state_dir: &Path) -> CacheDir {
         let key = match load_key(state_dir) {
             Ok(key) => Some(key),
             Err(e) => {
@@ -100,13 +109,20 @@ impl Cache {
         };
         let dir = state_dir.join("cache");
         remove_stale_temporaries(&dir);
-        Cache {
-            dir,
-            engine_key,
-            key,
-        }
+        CacheDir { dir, key }
     }
 
+    /// The cache of code compiled under `engine_key`.
+    pub fn for_engine(&self, engine_key: String) -> Cache {
+        Cache {
+            dir: self.dir.clone(),
+            engine_key,
+            key: self.key,
+        }
+    }
+}
+
+impl Cache {
     /// Where the entry for `wasm_sha256` lives, whether or not it exists.
     pub fn entry(&self, wasm_sha256: &str) -> PathBuf {
         self.dir

@@ -197,7 +197,7 @@ struct Compiler {
 }
 
 impl Compiler {
-    fn new(engine: wasmtime::Engine, state_dir: &Path) -> Result<Compiler, EngineError> {
+    fn new(engine: wasmtime::Engine, cache: &cache::CacheDir) -> Result<Compiler, EngineError> {
         let engine_error = EngineError::from_wasmtime;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(engine_error)?;
@@ -215,7 +215,7 @@ impl Compiler {
             |s| s,
         )
         .map_err(engine_error)?;
-        let cache = cache::Cache::open(state_dir, setup::engine_key(&engine));
+        let cache = cache.for_engine(setup::engine_key(&engine));
         Ok(Compiler {
             wasmtime: engine,
             linker,
@@ -260,13 +260,14 @@ impl Engine {
         egress: Arc<Egress>,
         provenance: Arc<Provenance>,
     ) -> Result<Engine, EngineError> {
+        let cache = cache::CacheDir::open(state_dir);
         let optimizing = Compiler::new(
             setup::engine(limits).map_err(EngineError::from_wasmtime)?,
-            state_dir,
+            &cache,
         )?;
         let baseline = setup::baseline_engine()
             .map_err(EngineError::from_wasmtime)
-            .and_then(|engine| Compiler::new(engine, state_dir))
+            .and_then(|engine| Compiler::new(engine, &cache))
             .inspect_err(|e| {
                 tracing::debug!("no baseline compiler, so plugins compile optimized at once: {e}");
             })
