@@ -105,5 +105,5 @@ pub use presentation::{Rendered, View};
 pub use records::Records;
 pub use records::{AuditFilter, DB_FILE, HEAD_FILE, Head};
 pub use registry::{LoadFailure, Plugin, Registry, Tool};
-pub use schema::{Schema, SchemaError, Violation};
+pub use schema::{Schema, SchemaError, Violation, Violations};
 pub use spec::{Effect, Effects, FsNeed, NetworkNeed, Risk, ToolSpec};

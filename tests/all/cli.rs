@@ -195,7 +195,7 @@ fn check_lists_every_problem_with_a_fix_and_runs_nothing() {
         .collect();
     assert_eq!(problems.len(), 5, "{stdout}");
     for expected in [
-        "bad_schema.wasm: tool `loose`: input schema at `/properties/n/multipleOf`",
+        "bad_schema.wasm: tool `loose`: input schema at `/properties/n/unevaluatedProperties`",
         "broken_tools.wasm: `tools()` failed: TOOL_CRASHED",
         "shadow.wasm: tool `read_file` is already served by",
         "tool `write_file`: no policy rule covers it",

@@ -17,6 +17,7 @@ mod fuzz;
 mod guards;
 mod hostile;
 mod idempotency;
+mod json_schema_suite;
 mod limits;
 mod links;
 mod mcp;

@@ -334,8 +334,8 @@ fn a_schema_outside_the_enforced_subset_is_a_load_error_naming_plugin_tool_keywo
     for part in [
         "bad_schema.wasm",
         "`loose`",
-        "`multipleOf`",
-        "/properties/n/multipleOf",
+        "`unevaluatedProperties`",
+        "/properties/n/unevaluatedProperties",
     ] {
         assert!(message.contains(part), "missing {part:?} in {message}");
     }

@@ -1,24 +1,25 @@
-//! Turns a JSON Schema document into a [`Schema`] tree, refusing every keyword
-//! outside the enforced subset. The subset is listed in [`VALIDATION_KEYWORDS`]
-//! and [`ANNOTATION_KEYWORDS`]; a schema that uses anything else is rejected
-//! with the keyword and its JSON pointer, so what a tool declares is exactly
-//! what the host enforces.
+//! Loads a JSON Schema document: refuses every keyword outside the enforced
+//! subset ([`VALIDATION_KEYWORDS`], [`ANNOTATION_KEYWORDS`]) with the keyword
+//! and its JSON pointer, so what a tool declares is exactly what the host
+//! enforces; then builds the validator (the `jsonschema` crate, draft
+//! 2020-12) and the tree of applicators that finds `format`-marked strings.
+//!
+//! The tree keeps only what leads from a value to a subschema (properties,
+//! items, combinators, `$ref`), never a constraint: validation is the
+//! crate's, and finding paths must not become a second validator that could
+//! disagree with it.
 
 use super::refs::check_ref_chains;
 use super::{Format, Schema, SchemaError};
-use regex::{Regex, RegexBuilder};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
 
 /// Keywords the validator enforces.
 pub const VALIDATION_KEYWORDS: &[&str] = &[
     "type",
-    "properties",
-    "required",
-    "additionalProperties",
-    "items",
     "enum",
     "const",
+    "multipleOf",
     "minimum",
     "maximum",
     "exclusiveMinimum",
@@ -26,17 +27,39 @@ pub const VALIDATION_KEYWORDS: &[&str] = &[
     "minLength",
     "maxLength",
     "pattern",
+    "format",
+    "properties",
+    "patternProperties",
+    "additionalProperties",
+    "propertyNames",
+    "required",
+    "dependentRequired",
+    "dependentSchemas",
+    "minProperties",
+    "maxProperties",
+    "items",
+    "prefixItems",
+    "contains",
+    "minContains",
+    "maxContains",
     "minItems",
     "maxItems",
     "uniqueItems",
-    "oneOf",
+    "allOf",
     "anyOf",
+    "oneOf",
+    "not",
+    "if",
+    "then",
+    "else",
     "$ref",
     "$defs",
-    "format",
+    "$anchor",
 ];
 
-/// Keywords that only describe and never constrain.
+/// Keywords that only describe and never constrain. `$schema` is read only
+/// at the root and never changes the draft: every schema is validated as
+/// 2020-12.
 pub const ANNOTATION_KEYWORDS: &[&str] = &[
     "title",
     "description",
@@ -45,6 +68,8 @@ pub const ANNOTATION_KEYWORDS: &[&str] = &[
     "$schema",
     "$comment",
     "deprecated",
+    "readOnly",
+    "writeOnly",
 ];
 
 /// `format` values the host understands. `path` marks a workspace-relative
@@ -56,51 +81,42 @@ pub const FORMATS: &[&str] = &["path", "uri"];
 /// A compiled regex may not exceed this, so a plugin cannot make the host
 /// build a huge automaton at load time.
 const MAX_REGEX_BYTES: usize = 1 << 20;
+/// Backtracking steps one `pattern` match may take (patterns with
+/// look-around or back-references backtrack). A match that needs more is a
+/// violation, so a hostile pattern cannot stall a call.
+const MAX_BACKTRACK: usize = 100_000;
 /// Nesting depth of a schema document.
 const MAX_SCHEMA_DEPTH: usize = 64;
 
-pub(super) const T_NULL: u8 = 1;
-pub(super) const T_BOOLEAN: u8 = 2;
-pub(super) const T_OBJECT: u8 = 4;
-pub(super) const T_ARRAY: u8 = 8;
-pub(super) const T_NUMBER: u8 = 16;
-pub(super) const T_INTEGER: u8 = 32;
-pub(super) const T_STRING: u8 = 64;
-
-#[derive(Debug)]
-pub(super) enum Additional {
-    Allowed,
-    Denied,
-    Schema(Box<Node>),
-}
-
-#[derive(Debug)]
+/// Where a subschema applies, relative to the value its parent applies to.
+/// `in_place` holds every subschema that applies to the same value
+/// (`allOf`, `anyOf`, `oneOf`, `not`, `if`/`then`/`else`,
+/// `dependentSchemas`): finding marked strings follows all of them, whether
+/// or not the branch matched, so a string some branch calls a path is
+/// always checked as one.
+#[derive(Debug, Default)]
 pub(super) struct Node {
-    pub types: Option<u8>,
-    pub enumeration: Option<Vec<Value>>,
-    pub constant: Option<Value>,
-    pub minimum: Option<f64>,
-    pub maximum: Option<f64>,
-    pub exclusive_minimum: Option<f64>,
-    pub exclusive_maximum: Option<f64>,
-    pub min_length: Option<u64>,
-    pub max_length: Option<u64>,
-    pub pattern: Option<Regex>,
-    pub properties: BTreeMap<String, Node>,
-    pub required: Vec<String>,
-    pub additional: Additional,
-    pub items: Option<Box<Node>>,
-    pub min_items: Option<u64>,
-    pub max_items: Option<u64>,
-    pub unique_items: bool,
-    pub one_of: Vec<Node>,
-    pub any_of: Vec<Node>,
-    pub reference: Option<usize>,
     pub format: Option<Format>,
+    pub properties: BTreeMap<String, Node>,
+    pub pattern_properties: Vec<(Pattern, Node)>,
+    pub additional: Option<Box<Node>>,
+    pub prefix_items: Vec<Node>,
+    pub items: Option<Box<Node>>,
+    pub contains: Option<Box<Node>>,
+    pub in_place: Vec<Node>,
+    /// Index into [`Schema::targets`] of the schema `$ref` names.
+    pub reference: Option<usize>,
 }
 
-struct Compiler {
-    def_index: HashMap<String, usize>,
+/// A `patternProperties` regex, matched by the crate that validates, so
+/// the path walk and validation agree on which names it covers.
+#[derive(Debug)]
+pub(super) struct Pattern(jsonschema::Validator);
+
+impl Pattern {
+    pub fn matches(&self, name: &str) -> bool {
+        self.0.is_valid(&Value::String(name.to_owned()))
+    }
 }
 
 pub(super) fn pointer_push(ptr: &str, token: &str) -> String {
@@ -115,40 +131,82 @@ pub(super) fn err(pointer: &str, keyword: &str, message: impl Into<String>) -> S
     }
 }
 
+type Options = jsonschema::ValidationOptions<'static>;
+
+fn options() -> Options {
+    jsonschema::draft202012::options()
+        .should_validate_formats(true)
+        .should_ignore_unknown_formats(false)
+        .with_format("path", |_: &str| true)
+        .with_format("uri", |s: &str| url::Url::parse(s).is_ok())
+        .with_pattern_options(
+            jsonschema::PatternOptions::fancy_regex()
+                .size_limit(MAX_REGEX_BYTES)
+                .backtrack_limit(MAX_BACKTRACK),
+        )
+        .offline()
+}
+
 pub(super) fn compile(doc: &Value) -> Result<Schema, SchemaError> {
     let root = doc
         .as_object()
         .ok_or_else(|| err("", "", "a schema must be a JSON object"))?;
-    let mut compiler = Compiler {
-        def_index: HashMap::new(),
-    };
-    let defs = match root.get("$defs") {
-        None => Map::new(),
-        Some(Value::Object(defs)) => defs.clone(),
-        Some(_) => return Err(err("/$defs", "$defs", "must be an object of schemas")),
-    };
-    for (i, name) in defs.keys().enumerate() {
-        compiler.def_index.insert(name.clone(), i);
+    let options = options();
+    let mut scan = Scan::default();
+    scan.walk(doc, "", 0, &options)?;
+    let mut targets = Targets::resolve(doc, &scan, &options)?;
+    let root_node = targets.node(doc, "")?;
+    // Every `$ref` is built and its chain checked, reached from the root or
+    // not, so a schema the host accepts has no cycle anywhere.
+    for (_, text) in &scan.refs {
+        targets.target(text);
     }
-    let mut compiled_defs = Vec::with_capacity(defs.len());
-    for (name, def) in &defs {
-        let ptr = pointer_push("/$defs", name);
-        compiled_defs.push(compiler.node(def, &ptr, 1)?);
+    let mut built = Vec::new();
+    while let Some((pointer, index)) = targets.pending.pop() {
+        let value = doc.pointer(&pointer).unwrap_or(&Value::Bool(true));
+        let node = targets.node(value, &pointer)?;
+        if built.len() <= index {
+            built.resize_with(index + 1, || None);
+        }
+        built[index] = Some(node);
     }
-    let root_node = compiler.node(doc, "", 0)?;
-    check_ref_chains(&root_node, &compiled_defs, &defs)?;
+    let targets_built: Vec<Node> = built.into_iter().map(Option::unwrap_or_default).collect();
+    check_ref_chains(&root_node, &targets_built, &targets.pointers())?;
+
+    // The root `$schema` is an annotation here: the draft is always 2020-12.
+    let mut for_crate = root.clone();
+    for_crate.remove("$schema");
+    let for_crate = Value::Object(for_crate);
+    let validator = options.build(&for_crate).map_err(|e| {
+        let at = e.instance_path().as_str();
+        let keyword = at.rsplit('/').next().unwrap_or_default();
+        err(
+            at,
+            keyword,
+            format!("not a valid draft 2020-12 schema: {e}"),
+        )
+    })?;
     let marked = |format| {
         std::iter::once(&root_node)
-            .chain(&compiled_defs)
+            .chain(&targets_built)
             .any(|node| node.marks(format))
     };
     let has_paths = marked(Format::Path);
     let has_uris = marked(Format::Uri);
+    let is_object = match root.get("type") {
+        Some(Value::String(t)) => t == "object",
+        Some(Value::Array(ts)) => ts.len() == 1 && ts[0] == "object",
+        _ => false,
+    };
     Ok(Schema {
+        validator,
+        doc: for_crate,
         root: root_node,
-        defs: compiled_defs,
+        targets: targets_built,
         has_paths,
         has_uris,
+        recursive: !targets.index.is_empty(),
+        is_object,
     })
 }
 
@@ -157,41 +215,45 @@ impl Node {
     fn marks(&self, format: Format) -> bool {
         self.format == Some(format)
             || self.properties.values().any(|sub| sub.marks(format))
-            || matches!(&self.additional, Additional::Schema(sub) if sub.marks(format))
-            || self.items.as_deref().is_some_and(|sub| sub.marks(format))
+            || self.pattern_properties.iter().any(|(_, s)| s.marks(format))
             || self
-                .one_of
+                .additional
                 .iter()
-                .chain(&self.any_of)
+                .chain(&self.items)
+                .chain(&self.contains)
+                .any(|sub| sub.marks(format))
+            || self
+                .prefix_items
+                .iter()
+                .chain(&self.in_place)
                 .any(|sub| sub.marks(format))
     }
 }
 
-fn number(v: &Value, ptr: &str, kw: &str) -> Result<f64, SchemaError> {
-    v.as_f64()
-        .ok_or_else(|| err(ptr, kw, format!("`{kw}` must be a number")))
+/// First pass over the whole document: the allow-list, the `$anchor`s and
+/// the `$ref`s, before anything is built.
+#[derive(Default)]
+struct Scan {
+    anchors: HashMap<String, String>,
+    /// `(pointer of the $ref keyword, its text)`.
+    refs: Vec<(String, String)>,
 }
 
-fn count(v: &Value, ptr: &str, kw: &str) -> Result<u64, SchemaError> {
-    v.as_u64()
-        .ok_or_else(|| err(ptr, kw, format!("`{kw}` must be a non-negative integer")))
+fn type_name_known(name: &Value) -> bool {
+    matches!(
+        name.as_str(),
+        Some("null" | "boolean" | "object" | "array" | "number" | "integer" | "string")
+    )
 }
 
-fn type_bit(name: &str) -> Option<u8> {
-    Some(match name {
-        "null" => T_NULL,
-        "boolean" => T_BOOLEAN,
-        "object" => T_OBJECT,
-        "array" => T_ARRAY,
-        "number" => T_NUMBER,
-        "integer" => T_INTEGER,
-        "string" => T_STRING,
-        _ => return None,
-    })
-}
-
-impl Compiler {
-    fn node(&mut self, v: &Value, ptr: &str, depth: usize) -> Result<Node, SchemaError> {
+impl Scan {
+    fn walk(
+        &mut self,
+        v: &Value,
+        ptr: &str,
+        depth: usize,
+        options: &Options,
+    ) -> Result<(), SchemaError> {
         if depth > MAX_SCHEMA_DEPTH {
             return Err(err(
                 ptr,
@@ -201,38 +263,8 @@ impl Compiler {
         }
         let obj = match v {
             Value::Object(o) => o,
-            Value::Bool(true) => &Map::new(),
-            Value::Bool(false) => {
-                return Err(err(
-                    ptr,
-                    "",
-                    "the schema `false` is not supported; omit the property",
-                ));
-            }
-            _ => return Err(err(ptr, "", "a schema must be a JSON object")),
-        };
-        let mut node = Node {
-            types: None,
-            enumeration: None,
-            constant: None,
-            minimum: None,
-            maximum: None,
-            exclusive_minimum: None,
-            exclusive_maximum: None,
-            min_length: None,
-            max_length: None,
-            pattern: None,
-            properties: BTreeMap::new(),
-            required: Vec::new(),
-            additional: Additional::Allowed,
-            items: None,
-            min_items: None,
-            max_items: None,
-            unique_items: false,
-            one_of: Vec::new(),
-            any_of: Vec::new(),
-            reference: None,
-            format: None,
+            Value::Bool(_) => return Ok(()),
+            _ => return Err(err(ptr, "", "a schema must be a JSON object or a boolean")),
         };
         for (kw, val) in obj {
             let here = pointer_push(ptr, kw);
@@ -242,119 +274,61 @@ impl Compiler {
                         Value::Array(a) => a.iter().collect(),
                         one => vec![one],
                     };
-                    let mut bits = 0;
-                    for name in names {
-                        let bit = name.as_str().and_then(type_bit).ok_or_else(|| {
-                            err(&here, kw, format!("unknown type {name}; use null, boolean, object, array, number, integer or string"))
-                        })?;
-                        bits |= bit;
+                    if let Some(name) = names.into_iter().find(|n| !type_name_known(n)) {
+                        return Err(err(
+                            &here,
+                            kw,
+                            format!(
+                                "unknown type {name}; use null, boolean, object, array, number, \
+                                 integer or string"
+                            ),
+                        ));
                     }
-                    node.types = Some(bits);
                 }
-                "properties" => {
-                    let props = val
+                "properties" | "patternProperties" | "dependentSchemas" | "$defs" => {
+                    let subs = val
                         .as_object()
-                        .ok_or_else(|| err(&here, kw, "must be an object"))?;
-                    for (name, sub) in props {
-                        let sub = self.node(sub, &pointer_push(&here, name), depth + 1)?;
-                        node.properties.insert(name.clone(), sub);
+                        .ok_or_else(|| err(&here, kw, "must be an object of schemas"))?;
+                    for (name, sub) in subs {
+                        self.walk(sub, &pointer_push(&here, name), depth + 1, options)?;
                     }
                 }
-                "required" => {
-                    let list = val
-                        .as_array()
-                        .ok_or_else(|| err(&here, kw, "must be an array of names"))?;
-                    for name in list {
-                        let name = name
-                            .as_str()
-                            .ok_or_else(|| err(&here, kw, "must be an array of names"))?;
-                        node.required.push(name.to_owned());
+                "propertyNames" => {
+                    self.walk(val, &here, depth + 1, options)?;
+                    if let Some(at) = first_format(val, &here) {
+                        return Err(err(
+                            &at,
+                            "format",
+                            "`format` inside `propertyNames` would mark a property name, which \
+                             no guard can check; mark the property's value instead",
+                        ));
                     }
                 }
-                "additionalProperties" => {
-                    node.additional = match val {
-                        Value::Bool(true) => Additional::Allowed,
-                        Value::Bool(false) => Additional::Denied,
-                        sub => Additional::Schema(Box::new(self.node(sub, &here, depth + 1)?)),
-                    }
+                "additionalProperties" | "items" | "contains" | "not" | "if" | "then" | "else" => {
+                    self.walk(val, &here, depth + 1, options)?
                 }
-                "items" => node.items = Some(Box::new(self.node(val, &here, depth + 1)?)),
-                "enum" => {
+                "prefixItems" | "allOf" | "anyOf" | "oneOf" => {
                     let list = val
                         .as_array()
                         .filter(|a| !a.is_empty())
-                        .ok_or_else(|| err(&here, kw, "must be a non-empty array of values"))?;
-                    node.enumeration = Some(list.clone());
-                }
-                "const" => node.constant = Some(val.clone()),
-                "minimum" => node.minimum = Some(number(val, &here, kw)?),
-                "maximum" => node.maximum = Some(number(val, &here, kw)?),
-                "exclusiveMinimum" => node.exclusive_minimum = Some(number(val, &here, kw)?),
-                "exclusiveMaximum" => node.exclusive_maximum = Some(number(val, &here, kw)?),
-                "minLength" => node.min_length = Some(count(val, &here, kw)?),
-                "maxLength" => node.max_length = Some(count(val, &here, kw)?),
-                "minItems" => node.min_items = Some(count(val, &here, kw)?),
-                "maxItems" => node.max_items = Some(count(val, &here, kw)?),
-                "uniqueItems" => {
-                    node.unique_items = val
-                        .as_bool()
-                        .ok_or_else(|| err(&here, kw, "must be true or false"))?
+                        .ok_or_else(|| err(&here, kw, "must be a non-empty array of schemas"))?;
+                    for (i, sub) in list.iter().enumerate() {
+                        self.walk(
+                            sub,
+                            &pointer_push(&here, &i.to_string()),
+                            depth + 1,
+                            options,
+                        )?;
+                    }
                 }
                 "pattern" => {
                     let text = val
                         .as_str()
                         .ok_or_else(|| err(&here, kw, "must be a string"))?;
-                    let regex = RegexBuilder::new(text)
-                        .size_limit(MAX_REGEX_BYTES)
-                        .build()
-                        .map_err(|e| {
-                            err(&here, kw, format!("not a usable regular expression: {e}"))
-                        })?;
-                    node.pattern = Some(regex);
+                    Pattern::compile(text, &here, options)?;
                 }
-                "oneOf" | "anyOf" => {
-                    let list = val
-                        .as_array()
-                        .filter(|a| !a.is_empty())
-                        .ok_or_else(|| err(&here, kw, "must be a non-empty array of schemas"))?;
-                    let mut subs = Vec::with_capacity(list.len());
-                    for (i, sub) in list.iter().enumerate() {
-                        subs.push(self.node(
-                            sub,
-                            &pointer_push(&here, &i.to_string()),
-                            depth + 1,
-                        )?);
-                    }
-                    if kw == "oneOf" {
-                        node.one_of = subs;
-                    } else {
-                        node.any_of = subs;
-                    }
-                }
-                "$ref" => {
-                    let target = val
-                        .as_str()
-                        .ok_or_else(|| err(&here, kw, "must be a string"))?;
-                    let name = target.strip_prefix("#/$defs/").ok_or_else(|| {
-                        err(&here, kw, format!("`{target}`: only references of the form `#/$defs/NAME` within the same schema are supported"))
-                    })?;
-                    let index = self.def_index.get(name).ok_or_else(|| {
-                        err(&here, kw, format!("`{target}` names no entry of `$defs`"))
-                    })?;
-                    node.reference = Some(*index);
-                }
-                "$defs" if ptr.is_empty() => {}
-                "$defs" => {
-                    return Err(err(
-                        &here,
-                        kw,
-                        "`$defs` is only supported at the root of the schema",
-                    ));
-                }
-                "format" => match val.as_str() {
-                    Some("path") => node.format = Some(Format::Path),
-                    Some("uri") => node.format = Some(Format::Uri),
-                    _ => {
+                "format" => {
+                    if !val.as_str().is_some_and(|f| FORMATS.contains(&f)) {
                         return Err(err(
                             &here,
                             kw,
@@ -364,8 +338,44 @@ impl Compiler {
                             ),
                         ));
                     }
-                },
-                other if ANNOTATION_KEYWORDS.contains(&other) => {}
+                }
+                "$ref" => {
+                    let target = val
+                        .as_str()
+                        .ok_or_else(|| err(&here, kw, "must be a string"))?;
+                    self.refs.push((here, target.to_owned()));
+                }
+                "$anchor" => {
+                    let name = val.as_str().filter(|n| is_anchor_name(n)).ok_or_else(|| {
+                        err(
+                            &here,
+                            kw,
+                            "must be a name of letters, digits, `-`, `_` and `.` starting with a \
+                             letter or `_`",
+                        )
+                    })?;
+                    if self
+                        .anchors
+                        .insert(name.to_owned(), ptr.to_owned())
+                        .is_some()
+                    {
+                        return Err(err(
+                            &here,
+                            kw,
+                            format!("the anchor `{name}` is declared twice"),
+                        ));
+                    }
+                }
+                "$schema" if !ptr.is_empty() => {
+                    return Err(err(
+                        &here,
+                        kw,
+                        "`$schema` is only read at the root of the schema",
+                    ));
+                }
+                other
+                    if VALIDATION_KEYWORDS.contains(&other)
+                        || ANNOTATION_KEYWORDS.contains(&other) => {}
                 other => {
                     return Err(err(
                         &here,
@@ -376,6 +386,187 @@ impl Compiler {
                         ),
                     ));
                 }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn is_anchor_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// The pointer of the first `format` at or below `v`, if any.
+fn first_format(v: &Value, ptr: &str) -> Option<String> {
+    let obj = v.as_object()?;
+    if obj.contains_key("format") {
+        return Some(pointer_push(ptr, "format"));
+    }
+    obj.iter().find_map(|(kw, val)| {
+        let here = pointer_push(ptr, kw);
+        match val {
+            Value::Object(_) => first_format(val, &here),
+            Value::Array(list) => list
+                .iter()
+                .enumerate()
+                .find_map(|(i, sub)| first_format(sub, &pointer_push(&here, &i.to_string()))),
+            _ => None,
+        }
+    })
+}
+
+impl Pattern {
+    fn compile(text: &str, at: &str, options: &Options) -> Result<Pattern, SchemaError> {
+        options
+            .build(&serde_json::json!({ "pattern": text }))
+            .map(Pattern)
+            .map_err(|e| {
+                err(
+                    at,
+                    "pattern",
+                    format!("`{text}` is not a usable regular expression: {e}"),
+                )
+            })
+    }
+}
+
+/// The schemas `$ref`s name, each built once (by its JSON pointer) however
+/// often it is named, without recursion: a chain of references of any
+/// length costs heap, never the thread's stack.
+struct Targets<'o> {
+    options: &'o Options,
+    /// `$ref` text -> JSON pointer of the schema it names.
+    resolved: HashMap<String, String>,
+    /// JSON pointer -> index in the built targets.
+    index: HashMap<String, usize>,
+    pending: Vec<(String, usize)>,
+}
+
+impl<'o> Targets<'o> {
+    fn resolve(doc: &Value, scan: &Scan, options: &'o Options) -> Result<Targets<'o>, SchemaError> {
+        let mut resolved = HashMap::new();
+        for (at, text) in &scan.refs {
+            let fragment = text.strip_prefix('#').ok_or_else(|| {
+                err(
+                    at,
+                    "$ref",
+                    format!(
+                        "`{text}`: only references within the same schema are supported \
+                         (`#`, `#/$defs/NAME`, `#ANCHOR`)"
+                    ),
+                )
+            })?;
+            let pointer = if fragment.is_empty() || fragment.starts_with('/') {
+                let decoded = percent_encoding::percent_decode_str(fragment)
+                    .decode_utf8()
+                    .map_err(|_| err(at, "$ref", format!("`{text}` is not valid UTF-8")))?
+                    .into_owned();
+                if doc.pointer(&decoded).is_none() {
+                    return Err(err(
+                        at,
+                        "$ref",
+                        format!("`{text}` names nothing in this schema"),
+                    ));
+                }
+                decoded
+            } else {
+                scan.anchors.get(fragment).cloned().ok_or_else(|| {
+                    err(
+                        at,
+                        "$ref",
+                        format!("`{text}` names no `$anchor` of this schema"),
+                    )
+                })?
+            };
+            resolved.insert(text.clone(), pointer);
+        }
+        Ok(Targets {
+            options,
+            resolved,
+            index: HashMap::new(),
+            pending: Vec::new(),
+        })
+    }
+
+    /// JSON pointers of the built targets, by index.
+    fn pointers(&self) -> Vec<String> {
+        let mut out = vec![String::new(); self.index.len()];
+        for (pointer, &i) in &self.index {
+            out[i].clone_from(pointer);
+        }
+        out
+    }
+
+    fn target(&mut self, text: &str) -> usize {
+        let pointer = self.resolved.get(text).cloned().unwrap_or_default();
+        let next = self.index.len();
+        *self.index.entry(pointer.clone()).or_insert_with(|| {
+            self.pending.push((pointer, next));
+            next
+        })
+    }
+
+    fn node(&mut self, v: &Value, ptr: &str) -> Result<Node, SchemaError> {
+        let mut node = Node::default();
+        let Value::Object(obj) = v else {
+            return Ok(node);
+        };
+        let sub =
+            |this: &mut Targets<'o>, val: &Value, kw: &str| this.node(val, &pointer_push(ptr, kw));
+        let list =
+            |this: &mut Targets<'o>, val: &Value, kw: &str| -> Result<Vec<Node>, SchemaError> {
+                let here = pointer_push(ptr, kw);
+                let items = val.as_array().map(Vec::as_slice).unwrap_or_default();
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| this.node(s, &pointer_push(&here, &i.to_string())))
+                    .collect()
+            };
+        let map = |val: &Value| val.as_object().cloned().unwrap_or_else(Map::new);
+        for (kw, val) in obj {
+            match kw.as_str() {
+                "format" => {
+                    node.format = match val.as_str() {
+                        Some("path") => Some(Format::Path),
+                        Some("uri") => Some(Format::Uri),
+                        _ => None,
+                    }
+                }
+                "properties" => {
+                    let here = pointer_push(ptr, kw);
+                    for (name, s) in map(val) {
+                        let built = self.node(&s, &pointer_push(&here, &name))?;
+                        node.properties.insert(name, built);
+                    }
+                }
+                "patternProperties" => {
+                    let here = pointer_push(ptr, kw);
+                    for (pattern, s) in map(val) {
+                        let built = self.node(&s, &pointer_push(&here, &pattern))?;
+                        node.pattern_properties
+                            .push((Pattern::compile(&pattern, &here, self.options)?, built));
+                    }
+                }
+                "dependentSchemas" => {
+                    let here = pointer_push(ptr, kw);
+                    for (name, s) in map(val) {
+                        node.in_place
+                            .push(self.node(&s, &pointer_push(&here, &name))?);
+                    }
+                }
+                "additionalProperties" => node.additional = Some(Box::new(sub(self, val, kw)?)),
+                "items" => node.items = Some(Box::new(sub(self, val, kw)?)),
+                "contains" => node.contains = Some(Box::new(sub(self, val, kw)?)),
+                "not" | "if" | "then" | "else" => node.in_place.push(sub(self, val, kw)?),
+                "prefixItems" => node.prefix_items = list(self, val, kw)?,
+                "allOf" | "anyOf" | "oneOf" => node.in_place.extend(list(self, val, kw)?),
+                "$ref" => node.reference = val.as_str().map(|text| self.target(text)),
+                _ => {}
             }
         }
         Ok(node)

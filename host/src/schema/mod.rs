@@ -18,15 +18,49 @@ use std::fmt;
 /// counted. Keeps an error message readable and bounded.
 pub const MAX_VIOLATIONS: usize = 20;
 
-/// A compiled schema of the enforced subset.
+/// A compiled schema of the enforced subset: the validator (the
+/// `jsonschema` crate, draft 2020-12) and the applicator tree that finds
+/// `format`-marked strings.
 #[derive(Debug)]
 pub struct Schema {
+    validator: jsonschema::Validator,
+    /// The document as the validator has it, for wording violations (which
+    /// properties a refused name could have been, how many alternatives).
+    doc: Value,
     root: compile::Node,
-    defs: Vec<compile::Node>,
+    /// The schemas `$ref`s name, by [`compile::Node::reference`].
+    targets: Vec<compile::Node>,
     /// Some node is `"format": "path"` (`"uri"`): most schemas have none,
     /// and then the path (URL) step has nothing to walk.
     has_paths: bool,
     has_uris: bool,
+    /// Some `$ref` may lead back into the schema, so how deep validation
+    /// goes depends on the value, not only on the schema.
+    recursive: bool,
+    is_object: bool,
+}
+
+/// The violations of one value: the first [`MAX_VIOLATIONS`] with their
+/// messages, and how many there were in all.
+#[derive(Debug, Default)]
+pub struct Violations {
+    listed: Vec<Violation>,
+    total: usize,
+}
+
+impl Violations {
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+
+    /// How many violations the value has, listed or not.
+    pub fn total(&self) -> usize {
+        self.total
+    }
+
+    pub fn iter(&self) -> std::slice::Iter<'_, Violation> {
+        self.listed.iter()
+    }
 }
 
 /// The `format`s the host gives meaning to.
@@ -84,15 +118,12 @@ impl Schema {
 
     /// Whether the root declares `"type": "object"` (required of input schemas).
     pub fn is_object_schema(&self) -> bool {
-        self.root.types == Some(compile::T_OBJECT)
+        self.is_object
     }
 
-    /// Every violation (up to [`MAX_VIOLATIONS`]), or none.
-    pub fn violations(&self, value: &Value) -> Vec<Violation> {
-        let mut out = Vec::new();
-        let mut ptr = String::new();
-        validate::check(self, &self.root, value, &mut ptr, &mut out, 0);
-        out
+    /// The value's violations, or none.
+    pub fn violations(&self, value: &Value) -> Violations {
+        validate::check(self, value)
     }
 }
 
@@ -114,7 +145,7 @@ impl Schema {
         if any {
             validate::marked(
                 format,
-                self,
+                &self.targets,
                 &self.root,
                 value,
                 &mut String::new(),
@@ -128,17 +159,13 @@ impl Schema {
 
 /// Joins violations of `what` (e.g. "the arguments") into one message a
 /// model can act on.
-pub fn describe(what: &str, violations: &[Violation]) -> String {
-    let shown: Vec<String> = violations
-        .iter()
-        .take(MAX_VIOLATIONS)
-        .map(|v| v.to_string())
-        .collect();
-    let more = violations.len().saturating_sub(MAX_VIOLATIONS);
+pub fn describe(what: &str, violations: &Violations) -> String {
+    let shown: Vec<String> = violations.iter().map(|v| v.to_string()).collect();
+    let more = violations.total.saturating_sub(shown.len());
     let mut text = format!(
         "{} problem{} with {what}: {}",
-        violations.len(),
-        if violations.len() == 1 { "" } else { "s" },
+        violations.total,
+        if violations.total == 1 { "" } else { "s" },
         shown.join("; ")
     );
     if more > 0 {

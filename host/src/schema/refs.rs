@@ -3,28 +3,28 @@
 //! value can neither hang nor take an unbounded stack.
 
 use super::SchemaError;
-use super::compile::{Node, err, pointer_push};
-use serde_json::{Map, Value};
+use super::compile::{Node, err};
 
 /// Most `$ref`s one schema may follow in a row without descending into a
-/// property or item (directly or through `anyOf`/`oneOf`). Validation takes
+/// property or item (directly or through `allOf`, `anyOf`, `oneOf`, `not`,
+/// `if`/`then`/`else` or `dependentSchemas`). Validation takes
 /// a stack frame per link, on whatever thread runs it (the HTTP server's
 /// are small), so a chain's length must be bounded at load; no honest
 /// schema comes near it.
 pub const MAX_REF_CHAIN: usize = 32;
 
 /// Refuses `$ref` chains that consume no input and are cyclic (`a` -> `b`
-/// -> `a` through refs, `anyOf` or `oneOf` only: validating them would never
-/// end) or longer than [`MAX_REF_CHAIN`]. Walks with a stack of its own, so
+/// -> `a` through refs and in-place applicators only: validating them would
+/// never end) or longer than [`MAX_REF_CHAIN`]. Walks with a stack of its own, so
 /// a hostile chain of any length costs heap, never the thread's stack.
 pub(super) fn check_ref_chains(
     root: &Node,
     defs: &[Node],
-    raw: &Map<String, Value>,
+    pointers: &[String],
 ) -> Result<(), SchemaError> {
     fn immediate(node: &Node, out: &mut Vec<usize>) {
         out.extend(node.reference);
-        for sub in node.one_of.iter().chain(&node.any_of) {
+        for sub in &node.in_place {
             immediate(sub, out);
         }
     }
@@ -36,7 +36,7 @@ pub(super) fn check_ref_chains(
             out
         })
         .collect();
-    let at = |i: usize| pointer_push("/$defs", raw.keys().nth(i).map_or("", String::as_str));
+    let at = |i: usize| pointers.get(i).cloned().unwrap_or_default();
     let too_long = |i: usize| {
         err(
             &at(i),
