@@ -138,7 +138,7 @@ pub async fn serve(
 ) -> Result<(), String> {
     let limits = host.config().mcp_sessions();
     let peers = watch::Peers::default();
-    let watcher = tokio::spawn(watch::watch(Arc::clone(&host), Arc::clone(&peers)));
+    let watcher = tokio::spawn(watch::watch(Arc::clone(&host), peers.clone()));
     let mut config = StreamableHttpServerConfig::default();
     config
         .allowed_hosts
@@ -149,7 +149,7 @@ pub async fn serve(
     let factory = move || {
         Ok(Server::with_peers(
             Arc::clone(&host),
-            Arc::clone(&peers),
+            peers.clone(),
             states.clone(),
             calls.clone(),
             options.profile.clone(),

@@ -38,9 +38,10 @@ use crate::controller::Controller;
 use crate::outcome::ErrorCode;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    Tool,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use std::sync::Arc;
 use std::time::Duration;
@@ -134,10 +135,7 @@ impl Server {
 
     /// Serves this connection on stdin/stdout until the client goes away.
     async fn serve_stdio(self) -> Result<(), String> {
-        let watcher = tokio::spawn(watch::watch(
-            Arc::clone(&self.host),
-            Arc::clone(&self.peers),
-        ));
+        let watcher = tokio::spawn(watch::watch(Arc::clone(&self.host), self.peers.clone()));
         let running = match stdio::pipes() {
             Some((read, write)) => self.serve(transport::Stdio::new(read, write)).await,
             None => {
@@ -176,10 +174,39 @@ impl ServerHandler for Server {
     }
 
     async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
-        self.peers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(cx.peer);
+        self.peers.add_legacy(cx.peer);
+    }
+
+    /// A 2026-07-28 `subscriptions/listen` stream: only
+    /// `toolsListChanged` exists here (no prompts, no resources).
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    /// Tells the stream each time the plugins directory changes the tool
+    /// list, until the client cancels it or the watcher stops.
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), McpError> {
+        let mut changes = self.peers.changes();
+        let wanted = subscription.accepted().tools_list_changed == Some(true);
+        loop {
+            tokio::select! {
+                () = subscription.cancelled() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return Ok(());
+                    }
+                    if wanted
+                        && let Err(e) = subscription.sink().notify_tool_list_changed().await
+                    {
+                        tracing::debug!("cannot tell a subscription the tool list changed: {e}");
+                        return Ok(());
+                    }
+                }
+            }
+        }
     }
 
     async fn list_tools(

@@ -35,8 +35,58 @@ fn snapshot(dir: &Path) -> Snapshot {
     Some(files)
 }
 
-/// Connected clients to tell when the tool list changes.
-pub type Peers = Arc<Mutex<Vec<Peer<RoleServer>>>>;
+/// Who hears that the tool list changed: legacy connections, on the
+/// connection itself, and 2026-07-28 `subscriptions/listen` streams, each of
+/// which watches a generation number (a stream busy sending when a change
+/// lands still sees it: a `watch` channel keeps the latest value).
+#[derive(Clone)]
+pub struct Peers {
+    legacy: Arc<Mutex<Vec<Peer<RoleServer>>>>,
+    generation: Arc<tokio::sync::watch::Sender<u64>>,
+}
+
+impl Default for Peers {
+    fn default() -> Peers {
+        Peers {
+            legacy: Arc::default(),
+            generation: Arc::new(tokio::sync::watch::Sender::new(0)),
+        }
+    }
+}
+
+impl Peers {
+    /// A legacy connection that finished its `initialize`.
+    pub fn add_legacy(&self, peer: Peer<RoleServer>) {
+        self.legacy
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(peer);
+    }
+
+    /// Changes from now on, for one `subscriptions/listen` stream.
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.generation.subscribe()
+    }
+
+    async fn tell(&self) {
+        self.generation.send_modify(|g| *g += 1);
+        let targets: Vec<_> = self
+            .legacy
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for peer in targets {
+            if let Err(e) = peer.notify_tool_list_changed().await {
+                tracing::debug!("cannot tell a client the tool list changed: {e}");
+            }
+        }
+        // A closed connection is told nothing again.
+        self.legacy
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|peer| !peer.is_transport_closed());
+    }
+}
 
 pub async fn watch(host: Arc<Controller>, peers: Peers) {
     let dir = host.config().plugins_dir().to_owned();
@@ -52,12 +102,7 @@ pub async fn watch(host: Arc<Controller>, peers: Peers) {
         match tokio::task::spawn_blocking(move || reloading.reload()).await {
             Ok(Ok(true)) => {
                 tracing::info!("the plugins in `{}` changed; tools reloaded", dir.display());
-                let targets: Vec<_> = peers.lock().unwrap_or_else(|p| p.into_inner()).clone();
-                for peer in targets {
-                    if let Err(e) = peer.notify_tool_list_changed().await {
-                        tracing::debug!("cannot tell a client the tool list changed: {e}");
-                    }
-                }
+                peers.tell().await;
             }
             Ok(Ok(false)) => {}
             Ok(Err(e)) => tracing::error!(
