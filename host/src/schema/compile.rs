@@ -11,7 +11,7 @@
 
 use super::refs::check_ref_chains;
 use super::{Format, Schema, SchemaError};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 
 /// Keywords the validator enforces.
@@ -510,7 +510,7 @@ impl<'o> Targets<'o> {
         })
     }
 
-    fn node(&mut self, v: &Value, ptr: &str) -> Result<Node, SchemaError> {
+    fn node<'v>(&mut self, v: &'v Value, ptr: &str) -> Result<Node, SchemaError> {
         let mut node = Node::default();
         let Value::Object(obj) = v else {
             return Ok(node);
@@ -527,7 +527,7 @@ impl<'o> Targets<'o> {
                     .map(|(i, s)| this.node(s, &pointer_push(&here, &i.to_string())))
                     .collect()
             };
-        let map = |val: &Value| val.as_object().cloned().unwrap_or_else(Map::new);
+        let map = |val: &'v Value| val.as_object().into_iter().flatten();
         for (kw, val) in obj {
             match kw.as_str() {
                 "format" => {
@@ -540,23 +540,23 @@ impl<'o> Targets<'o> {
                 "properties" => {
                     let here = pointer_push(ptr, kw);
                     for (name, s) in map(val) {
-                        let built = self.node(&s, &pointer_push(&here, &name))?;
-                        node.properties.insert(name, built);
+                        let built = self.node(s, &pointer_push(&here, name))?;
+                        node.properties.insert(name.clone(), built);
                     }
                 }
                 "patternProperties" => {
                     let here = pointer_push(ptr, kw);
                     for (pattern, s) in map(val) {
-                        let built = self.node(&s, &pointer_push(&here, &pattern))?;
+                        let built = self.node(s, &pointer_push(&here, pattern))?;
                         node.pattern_properties
-                            .push((Pattern::compile(&pattern, &here, self.options)?, built));
+                            .push((Pattern::compile(pattern, &here, self.options)?, built));
                     }
                 }
                 "dependentSchemas" => {
                     let here = pointer_push(ptr, kw);
                     for (name, s) in map(val) {
                         node.in_place
-                            .push(self.node(&s, &pointer_push(&here, &name))?);
+                            .push(self.node(s, &pointer_push(&here, name))?);
                     }
                 }
                 "additionalProperties" => node.additional = Some(Box::new(sub(self, val, kw)?)),
