@@ -166,6 +166,9 @@ pub struct CallRequest {
     pub progress: Option<ProgressSink>,
     /// An approval id to consume, when the policy asks for one.
     pub approval: Option<String>,
+    /// Answers to the questions the tool asks (`ask`), by key: a call that
+    /// ended `INPUT_REQUIRED` is made again with the answer added.
+    pub answers: crate::question::Answers,
     /// The tool set (`[profile.NAME]`) the session declared; none: every tool.
     pub profile: Option<Arc<str>>,
     /// The model turn the call belongs to, when it came in a batch
@@ -247,6 +250,7 @@ impl CallRequest {
             cancel: CancelToken::default(),
             progress: None,
             approval: None,
+            answers: Default::default(),
             profile: None,
             turn: None,
             tracing: Tracing::Off,

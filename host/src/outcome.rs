@@ -62,6 +62,10 @@ pub enum ErrorCode {
     /// A tool's call of another tool would reach a tool already running
     /// in the same tree (a cycle); the child did not run.
     CallCycle,
+    /// The tool asked the person a question (the `ask` import) that nobody
+    /// has answered yet: the question is in the result; the call stopped
+    /// there and runs again from the start once it has an answer.
+    InputRequired,
 }
 
 impl ErrorCode {
@@ -90,6 +94,7 @@ impl ErrorCode {
             ErrorCode::CredentialMissing => "CREDENTIAL_MISSING",
             ErrorCode::NestingLimit => "NESTING_LIMIT",
             ErrorCode::CallCycle => "CALL_CYCLE",
+            ErrorCode::InputRequired => "INPUT_REQUIRED",
         }
     }
 
@@ -117,7 +122,8 @@ impl ErrorCode {
             | ErrorCode::Cancelled
             | ErrorCode::OutputTooLarge
             | ErrorCode::InvalidToolOutput
-            | ErrorCode::HostError => Status::Error,
+            | ErrorCode::HostError
+            | ErrorCode::InputRequired => Status::Error,
         }
     }
 }
@@ -137,6 +143,9 @@ pub struct CallError {
     /// The approval this error concerns, if any.
     #[serde(skip)]
     pub approval_id: Option<String>,
+    /// The question the call stopped at (`INPUT_REQUIRED`).
+    #[serde(skip)]
+    pub question: Option<Box<crate::question::Question>>,
 }
 
 impl CallError {
@@ -145,12 +154,27 @@ impl CallError {
             code,
             message: message.into(),
             approval_id: None,
+            question: None,
         }
     }
 
     pub fn with_approval(mut self, id: String) -> Self {
         self.approval_id = Some(id);
         self
+    }
+
+    /// An `INPUT_REQUIRED` stop at `question`.
+    pub fn asking(question: crate::question::Question) -> Self {
+        let mut error = CallError::new(
+            ErrorCode::InputRequired,
+            format!(
+                "the tool asks a person (question `{}`): {}; the call stopped there and runs again \
+                 from the start once the question is answered",
+                question.key, question.message
+            ),
+        );
+        error.question = Some(Box::new(question));
+        error
     }
 }
 
@@ -205,6 +229,10 @@ pub struct CallResult {
     pub blocks: Vec<crate::content::Block>,
     pub error: Option<CallError>,
     pub approval_id: Option<String>,
+    /// The question the call stopped at (`INPUT_REQUIRED`): ask it, put the
+    /// answer in [`crate::CallRequest::answers`] and make the call again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub question: Option<crate::question::Question>,
     pub duration_us: u64,
     /// Each pipeline step with what it found and how long it took, when the
     /// request asked for a trace.
@@ -275,6 +303,7 @@ mod tests {
             ErrorCode::CredentialMissing,
             ErrorCode::NestingLimit,
             ErrorCode::CallCycle,
+            ErrorCode::InputRequired,
         ];
         // A new code does not compile here until it has the next position
         // in `all` (and its spelling in the snapshot below).
@@ -302,6 +331,7 @@ mod tests {
             ErrorCode::CredentialMissing => 20,
             ErrorCode::NestingLimit => 21,
             ErrorCode::CallCycle => 22,
+            ErrorCode::InputRequired => 23,
         };
         for (i, code) in all.iter().enumerate() {
             assert_eq!(position(*code), i, "{code:?} is out of place");
@@ -313,7 +343,8 @@ mod tests {
              APPROVAL_INVALID APPROVAL_EXPIRED APPROVAL_DENIED GUARD_DENIED BUDGET_EXCEEDED \
              DUPLICATE_CALL TOOL_FAILED \
              TOOL_CRASHED TIMEOUT OUT_OF_FUEL MEMORY_LIMIT CANCELLED OUTPUT_TOO_LARGE \
-             INVALID_TOOL_OUTPUT HOST_ERROR CREDENTIAL_MISSING NESTING_LIMIT CALL_CYCLE"
+             INVALID_TOOL_OUTPUT HOST_ERROR CREDENTIAL_MISSING NESTING_LIMIT CALL_CYCLE \
+             INPUT_REQUIRED"
         );
         for code in all {
             let json = serde_json::to_value(code).unwrap();

@@ -27,6 +27,7 @@ mod pipeline;
 mod policy;
 mod previews;
 mod profiles;
+mod questions;
 mod registry;
 mod retry;
 mod sandbox;

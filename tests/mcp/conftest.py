@@ -25,7 +25,7 @@ timeout_ms = 30000
 fuel = 1000000000000
 
 [[rule]]
-tools = ["calc", "read_file", "list_dir", "hostile_spin", "hostile_progress"]
+tools = ["calc", "read_file", "list_dir", "hostile_spin", "hostile_progress", "hostile_ask"]
 decision = "allow"
 reason = "harmless"
 

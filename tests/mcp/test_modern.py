@@ -3,6 +3,7 @@ state is good for exactly one retry."""
 
 import pytest
 from mcp import Client, types
+from mcp.shared.exceptions import MCPError
 from mcp_types import InputRequiredResult
 
 pytestmark = pytest.mark.anyio
@@ -62,16 +63,13 @@ async def test_a_request_state_serves_one_retry_only(host):
             allow_input_required=True,
         )
         assert ran.is_error is False, ran.content
-        replay = await client.session.call_tool(
-            "write_file", ARGS, input_responses=answer, request_state=first.request_state,
-            allow_input_required=True,
-        )
-        assert replay.is_error is True
-        assert meta(replay)["code"] == "APPROVAL_INVALID"
-        forged = await client.session.call_tool(
-            "write_file", ARGS, input_responses=answer, request_state="forged",
-            allow_input_required=True,
-        )
-        assert meta(forged)["code"] == "APPROVAL_INVALID"
+        for state in (first.request_state, "forged"):
+            with pytest.raises(MCPError) as refused:
+                await client.session.call_tool(
+                    "write_file", ARGS, input_responses=answer, request_state=state,
+                    allow_input_required=True,
+                )
+            assert refused.value.error.code == -32602
+            assert "already used" in refused.value.error.message
     outcomes = [r for r in host.audit("write_file") if r["kind"] == "outcome"]
     assert len(outcomes) == 1, "the call ran exactly once"

@@ -143,6 +143,10 @@ pub enum Event {
     },
     /// An attempt that failed and was run again (`[retry]`).
     Retried(crate::sandbox::Retried),
+    /// A question the tool asked a person (`ask`) and the answer it got
+    /// (its content redacted like arguments), or none: the call stopped
+    /// to ask it.
+    Question(crate::question::Asked),
     /// How the execution ended.
     Outcome {
         status: Status,
@@ -217,6 +221,7 @@ impl Event {
             Event::ApprovalConsumed { .. } => "approval_consumed",
             Event::Request(_) => "request",
             Event::Retried(_) => "retried",
+            Event::Question(_) => "question",
             Event::Replayed { .. } => "replayed",
             Event::Outcome { .. } => "outcome",
         }

@@ -176,7 +176,11 @@ fn rows_of(job: &mut Job, redactor: &Redactor) -> Vec<NewAuditRow> {
                 }
                 Event::Outcome {
                     value: Some(value), ..
-                } => {
+                }
+                | Event::Question(crate::question::Asked {
+                    answer: Some(crate::question::Answer::Accepted(value)),
+                    ..
+                }) => {
                     if let Some(masked) = redactor.masked(value) {
                         *value = masked;
                     }

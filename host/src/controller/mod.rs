@@ -347,6 +347,7 @@ impl Controller {
             content,
             blocks,
             approval_id: error.as_ref().and_then(|e| e.approval_id.clone()),
+            question: error.as_ref().and_then(|e| e.question.as_deref().cloned()),
             error,
             duration_us,
             fuel_used: trail.fuel_used,
@@ -528,11 +529,18 @@ impl Controller {
             children: children
                 .clone()
                 .map(|c| c as Arc<dyn crate::call::ChildCalls>),
+            answers: Arc::new(request.answers.clone()),
         };
         let started = Instant::now();
         trail.begin("sandbox");
         let execution = self.sandbox.run(prepared, cx).await;
-        trail.execution = Some(reservation.executed(started.elapsed()));
+        let asked_a_person =
+            matches!(&execution.result, Err(e) if e.code == ErrorCode::InputRequired);
+        trail.execution = Some(if asked_a_person {
+            reservation.stopped_to_ask(started.elapsed())
+        } else {
+            reservation.executed(started.elapsed())
+        });
         trail.fuel_used = execution.fuel_used;
         trail
             .events
@@ -540,6 +548,9 @@ impl Controller {
         trail
             .events
             .extend(execution.requests.into_iter().map(Event::Request));
+        trail
+            .events
+            .extend(execution.asked.into_iter().map(Event::Question));
         let attached = match children {
             Some(children) => {
                 children.settle().await;

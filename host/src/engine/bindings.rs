@@ -22,6 +22,17 @@ pub(crate) mod v0_2 {
     });
 }
 
+/// The optional `ask` import of 0.2.0 (`wit/tool.wit`): trappable, so a
+/// question nobody has answered yet stops the call where it was asked.
+pub(crate) mod v0_2_ask {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "asking-plugin",
+        imports: { "toolwarden:tool/ask.question": trappable },
+        exports: { default: async },
+    });
+}
+
 /// The optional `present` export of 0.2.0 (`wit/tool.wit`), found on an
 /// instance when a plugin has it; only its export is used.
 pub(crate) mod v0_2_present {

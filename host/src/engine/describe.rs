@@ -36,6 +36,9 @@ pub(super) fn describe(
         log_bytes_left: super::host::LOG_BUDGET_BYTES,
         progress_gate: Default::default(),
         children: None,
+        answers: None,
+        asked: Vec::new(),
+        stopped_at: None,
     };
     // A plugin compiled for the first time is described with its baseline
     // code, which is then dropped: calls run the optimized code.

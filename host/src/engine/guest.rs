@@ -171,6 +171,9 @@ pub(crate) fn classify<R>(
         }
         Ok(Err(failure)) => failure,
     };
+    if let Some(question) = &store.data().host.stopped_at {
+        return Err(CallError::asking(question.clone()));
+    }
     if store.data().limiter.refused_memory {
         return Err(CallError::new(
             ErrorCode::MemoryLimit,

@@ -3,12 +3,14 @@
 //! Every contract version has the same interface; each version's `Host`
 //! trait is implemented by the one below. Also the `compose` import
 //! (0.2.0), which hands a child call to the controller's [`ChildCalls`]
-//! and waits for it; it decides nothing itself.
+//! and waits for it; it decides nothing itself. And the `ask` import
+//! (0.2.0), which answers from the call's answers or stops the call.
 
-use super::bindings::{v0_1, v0_2};
+use super::bindings::{v0_1, v0_2, v0_2_ask};
 use super::state::CallState;
 use crate::call::{ChildCalls, Progress};
 use crate::presentation::cut_to;
+use crate::question::{Answer, Asked, MAX_QUESTIONS, Question};
 use std::time::{Duration, Instant};
 
 /// Log text one call may write through `log`; later lines are dropped so a
@@ -156,6 +158,59 @@ impl v0_2::toolwarden::tool::compose::Host for CallState {
                 code: error.code.to_owned(),
                 message: error.message,
             }),
+        }
+    }
+}
+
+impl v0_2_ask::toolwarden::tool::ask::Host for CallState {
+    /// Answers from the call's answers, or stops the call (a trap the
+    /// sandbox reports as `INPUT_REQUIRED`) at the first question without
+    /// one that fits its form: the person is asked while no sandbox waits.
+    fn question(
+        &mut self,
+        key: String,
+        message: String,
+        form: String,
+    ) -> wasmtime::Result<v0_2_ask::toolwarden::tool::ask::Answer> {
+        use v0_2_ask::toolwarden::tool::ask::Answer as Wit;
+        let host = &mut self.host;
+        if host.asked.len() >= MAX_QUESTIONS {
+            return Err(wasmtime::Error::msg(format!(
+                "the plugin asked more than {MAX_QUESTIONS} questions in one call"
+            )));
+        }
+        let question = Question::new(key, message, &form).map_err(|e| {
+            wasmtime::Error::msg(format!("the plugin asked a malformed question: {e}"))
+        })?;
+        let answer = host
+            .answers
+            .as_deref()
+            .and_then(|answers| answers.get(&question.key))
+            .filter(|answer| match question.admits(answer) {
+                Ok(()) => true,
+                Err(why) => {
+                    tracing::info!(
+                        tool = &*host.tool,
+                        call = &*host.call_id,
+                        "{why}; asking again"
+                    );
+                    false
+                }
+            })
+            .cloned();
+        host.asked.push(Asked {
+            key: question.key.clone(),
+            message: question.message.clone(),
+            answer: answer.clone(),
+        });
+        match answer {
+            Some(Answer::Accepted(content)) => Ok(Wit::Accepted(content.to_string())),
+            Some(Answer::Declined) => Ok(Wit::Declined),
+            Some(Answer::Cancelled) => Ok(Wit::Cancelled),
+            None => {
+                host.stopped_at = Some(question);
+                Err(wasmtime::Error::msg("the call stopped to ask a person"))
+            }
         }
     }
 }

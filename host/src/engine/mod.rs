@@ -215,6 +215,11 @@ impl Compiler {
             |s| s,
         )
         .map_err(engine_error)?;
+        bindings::v0_2_ask::toolwarden::tool::ask::add_to_linker::<_, HasSelf<_>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(engine_error)?;
         let cache = cache.for_engine(setup::engine_key(&engine));
         Ok(Compiler {
             wasmtime: engine,

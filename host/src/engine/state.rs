@@ -58,6 +58,13 @@ pub(crate) struct HostState {
     /// How the call's tool reaches other tools (`compose`); none while a
     /// plugin lists its tools.
     pub children: Option<Arc<dyn ChildCalls>>,
+    /// The answers the call runs with (`ask`); none where nobody can be
+    /// asked (a plugin listing its tools, a preview).
+    pub answers: Option<Arc<crate::question::Answers>>,
+    /// Each question the call asked, in order, with the answer it got.
+    pub asked: Vec<crate::question::Asked>,
+    /// The question the call stopped at, for want of an answer.
+    pub stopped_at: Option<crate::question::Question>,
 }
 
 pub(crate) struct CallState {
@@ -79,6 +86,11 @@ impl CallState {
     /// that is only being torn down.
     pub(crate) fn forget_caller(&mut self) {
         self.host.progress = None;
+    }
+
+    /// The questions the call asked, with their answers; taken out.
+    pub(crate) fn take_asked(&mut self) -> Vec<crate::question::Asked> {
+        std::mem::take(&mut self.host.asked)
     }
 
     /// The requests the call sent (or tried to), so far.

@@ -201,6 +201,25 @@ impl Reservation {
             ts_ms: now_ms(),
         }
     }
+
+    /// The call ran for `ran_for` and stopped at a question for a person
+    /// (`INPUT_REQUIRED`): it counts as a call and its time as run time,
+    /// but not as a run with these arguments, because its rerun with the
+    /// answer goes on with the same call rather than repeating it. Its row
+    /// keeps an empty digest, so a session reloaded from the store agrees.
+    pub fn stopped_to_ask(mut self, ran_for: Duration) -> ExecutionRow {
+        if self.per_args
+            && let Some(totals) = self.ledger.lock().totals.get_mut(&self.session)
+            && let Some(n) = totals
+                .tools
+                .get_mut(&*self.tool)
+                .and_then(|t| t.per_args.get_mut(&*self.digest))
+        {
+            *n = n.saturating_sub(1);
+        }
+        self.digest = Arc::from("");
+        self.executed(ran_for)
+    }
 }
 
 impl Drop for Reservation {

@@ -78,7 +78,7 @@ impl Server {
     ) -> Option<CallToolResponse> {
         cx.client_capabilities()?.elicitation.as_ref()?;
         let question = self.approval_question(&id)?;
-        let state = self.states.issue(input::Pending {
+        let state = self.states.issue(input::Pending::Approval {
             approval_id: id,
             session: request.session.clone(),
             tool: request.tool.clone(),
@@ -94,27 +94,24 @@ impl Server {
         )))
     }
 
-    /// A 2026-07-28 client's retry with the person's answer: redeems the
-    /// request state (once), records the answer, and makes `request` carry
-    /// the approval and the session that asked. `Err` is the refusal to
-    /// return; nothing runs then.
+    /// A 2026-07-28 client's retry with the person's answer to approval
+    /// `approval_id` (its request state already redeemed): records the
+    /// answer and makes `request` carry the approval and the session that
+    /// asked. `Err` is the refusal to return; nothing runs then.
     pub(super) fn resume(
         &self,
-        state: &str,
+        approval_id: String,
+        session: crate::call::SessionId,
+        tool: &str,
         params: &CallToolRequestParams,
         request: &mut CallRequest,
     ) -> Result<(), Box<CallResult>> {
-        let refuse = |message: &str| {
-            let error = crate::outcome::CallError::new(ErrorCode::ApprovalInvalid, message);
-            Err(Box::new(self.host.refuse(request.clone(), error)))
-        };
-        let Some(pending) = self.states.redeem(state) else {
-            return refuse(
-                "the request state is unknown, expired or already used; call the tool again to be asked again",
+        if tool != params.name {
+            let error = crate::outcome::CallError::new(
+                ErrorCode::ApprovalInvalid,
+                "the request state belongs to a call of another tool; nothing ran",
             );
-        };
-        if pending.tool != params.name {
-            return refuse("the request state belongs to a call of another tool; nothing ran");
+            return Err(Box::new(self.host.refuse(request.clone(), error)));
         }
         let answer = params
             .input_responses
@@ -123,10 +120,10 @@ impl Server {
             .and_then(|v| serde_json::from_value::<rmcp::model::ElicitResult>(v.clone()).ok());
         if let Some(answer) = &answer {
             let decision = input::decision(&answer.action, answer.content.as_ref());
-            self.record_answer(&pending.approval_id, decision);
+            self.record_answer(&approval_id, decision);
         }
-        request.session = pending.session;
-        request.approval = Some(pending.approval_id);
+        request.session = session;
+        request.approval = Some(approval_id);
         Ok(())
     }
 }

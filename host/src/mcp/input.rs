@@ -2,16 +2,19 @@
 //! elicitation and a request state, which the client echoes when it retries
 //! the call with the person's answer.
 //!
-//! A request state is an unguessable handle to one pending approval (and the
-//! session that asked), kept here, never trusted from the client: a retry
-//! with an unknown, expired or already used state runs nothing. Each state
-//! is taken out on first use, so it serves exactly one retry; the approval
-//! machinery then re-checks every binding of the call (tool, arguments,
-//! plugin, grant, policy) and consumes the approval once.
+//! A request state is an unguessable handle to what the host is waiting
+//! for: one pending approval, or the answers a tool's questions got so far
+//! (with the session, tool and arguments they belong to). It is kept here,
+//! never trusted from the client: a retry with an unknown, expired, altered
+//! or already used state is refused (-32602) and runs nothing. Each state
+//! is taken out on first use, so it serves exactly one retry; for an
+//! approval, the approval machinery then re-checks every binding of the
+//! call (tool, arguments, plugin, grant, policy) and consumes it once.
 
 use crate::approval::ApprovalDecision;
 use crate::call::SessionId;
-use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+use crate::question::{Answer, Answers};
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -24,10 +27,21 @@ const STATE_TTL: Duration = Duration::from_secs(900);
 
 /// What a request state stands for.
 #[derive(Clone, Debug)]
-pub struct Pending {
-    pub approval_id: String,
-    pub session: SessionId,
-    pub tool: String,
+pub enum Pending {
+    /// A person's decision on one approval.
+    Approval {
+        approval_id: String,
+        session: SessionId,
+        tool: String,
+    },
+    /// The next answer to a tool's questions: the call runs again with
+    /// these and the new one.
+    Questions {
+        session: SessionId,
+        tool: String,
+        arguments: Option<Arc<serde_json::Value>>,
+        answers: Answers,
+    },
 }
 
 /// Request states handed out and not yet used, shared by every connection.
@@ -54,6 +68,48 @@ impl RequestStates {
         let (pending, issued) = states.remove(state)?;
         (issued.elapsed() < STATE_TTL).then_some(pending)
     }
+}
+
+/// The answers in a retry's `inputResponses`, each an elicitation result
+/// (`action`, and `content` when accepted); what is wrong with them
+/// otherwise. Keys are taken as sent: a tool only reads the ones it asks.
+pub fn answers(responses: &rmcp::model::InputResponses) -> Result<Answers, String> {
+    responses
+        .iter()
+        .map(|(key, response)| {
+            let result = serde_json::from_value::<ElicitResult>(response.clone())
+                .map_err(|e| format!("inputResponses.{key} is not an elicitation result: {e}"))?;
+            Ok((key.clone(), answer(result)))
+        })
+        .collect()
+}
+
+/// A person's elicitation result as the answer to a tool's question.
+pub fn answer(result: ElicitResult) -> Answer {
+    match result.action {
+        ElicitationAction::Accept => Answer::Accepted(
+            result
+                .content
+                .unwrap_or_else(|| serde_json::Value::Object(Default::default())),
+        ),
+        ElicitationAction::Decline => Answer::Declined,
+        // Cancel, and any action a later revision adds: the person did not
+        // answer, which a tool must take as no answer.
+        _ => Answer::Cancelled,
+    }
+}
+
+/// A tool's question as a form elicitation; `None` if the client's SDK
+/// cannot carry its form (the host checked it against the same subset).
+pub fn question_form(question: &crate::question::Question) -> Option<ElicitRequestParams> {
+    let requested_schema = serde_json::from_value::<ElicitationSchema>(question.form.clone())
+        .map_err(|e| tracing::warn!("question `{}`: form not expressible: {e}", question.key))
+        .ok()?;
+    Some(ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: question.message.clone(),
+        requested_schema,
+    })
 }
 
 /// The form a person answers: approve this one call or not.

@@ -8,7 +8,8 @@
 //! that capability (accept runs it once through the approval book, decline
 //! or cancel denies it); other clients get `APPROVAL_REQUIRED` with the
 //! approval's id, and once a person approves it the same call, repeated on
-//! the same connection, runs once. A plugin's `progress` becomes
+//! the same connection, runs once. A tool's question (`ask`) is asked the
+//! same ways (see `questions`). A plugin's `progress` becomes
 //! `notifications/progress`; `notifications/cancelled` stops the call.
 //!
 //! One connection is one session: budgets, duplicate detection and
@@ -18,6 +19,7 @@ mod approvals;
 mod convert;
 mod http;
 mod input;
+mod questions;
 mod running;
 mod stdio;
 mod transport;
@@ -244,10 +246,7 @@ impl ServerHandler for Server {
         let modern = cx
             .protocol_version()
             .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
-        if modern
-            && let Some(state) = params.request_state.as_deref()
-            && let Err(refusal) = self.resume(state, &params, &mut request)
-        {
+        if modern && let Some(refusal) = self.take_up(&params, &mut request)? {
             return Ok(convert::result(*refusal).into());
         }
         let (progress, forwarder) = progress_forwarder(&cx).unzip();
@@ -269,6 +268,13 @@ impl ServerHandler for Server {
                 request.call_id = crate::call::CallId::new();
                 request.approval = Some(id);
                 result = self.run(request.clone(), &cx).await;
+            }
+        }
+        if result.code() == Some(ErrorCode::InputRequired) {
+            if modern {
+                asked = self.hand_question(&cx, &request, &result);
+            } else if !cx.peer.supported_elicitation_modes().is_empty() {
+                result = Box::pin(self.answer_questions(&cx, &mut request, result)).await;
             }
         }
         drop(request);

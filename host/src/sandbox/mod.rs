@@ -39,6 +39,8 @@ pub struct Execution {
     pub fuel_used: Option<u64>,
     /// Every request the call sent or tried to send, in order.
     pub requests: Vec<crate::egress::RequestRecord>,
+    /// The questions the tool asked (`ask`), with their answers, in order.
+    pub asked: Vec<crate::question::Asked>,
     /// The attempts that failed and were tried again, in order.
     pub retried: Vec<Retried>,
 }
@@ -90,6 +92,7 @@ impl Sandbox {
         let began = Instant::now();
         let mut fuel_used = None;
         let mut requests = Vec::new();
+        let mut asked = Vec::new();
         let mut retried = Vec::new();
         let mut attempt: u32 = 0;
         loop {
@@ -102,6 +105,7 @@ impl Sandbox {
                 (before, now) => now.or(before),
             };
             requests.append(&mut tried.requests);
+            asked.append(&mut tried.asked);
             let backoff = self.retry.backoff_after(attempt);
             let again = (attempt < self.retry.attempts)
                 .then(|| retry::retryable(&tried.result, tried.started, tool.spec.effects))
@@ -112,6 +116,7 @@ impl Sandbox {
                     result: tried.result,
                     fuel_used,
                     requests,
+                    asked,
                     retried,
                 };
             };
@@ -132,6 +137,7 @@ impl Sandbox {
                         )),
                         fuel_used,
                         requests,
+                        asked,
                         retried,
                     };
                 }

@@ -100,6 +100,9 @@ impl Sandbox {
             log_bytes_left: LOG_BUDGET_BYTES,
             progress_gate: Default::default(),
             children: None,
+            answers: None,
+            asked: Vec::new(),
+            stopped_at: None,
         };
         let (mut store, pipes) =
             new_store(engine, pre, &grant, host, engine.limits().fuel, timeout)?;

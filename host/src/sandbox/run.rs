@@ -25,6 +25,8 @@ pub struct RunContext {
     pub progress: Option<ProgressSink>,
     /// How the tool calls other tools, when its plugin imports `compose`.
     pub children: Option<Arc<dyn ChildCalls>>,
+    /// The answers to the tool's questions (`ask`) this run has.
+    pub answers: Arc<crate::question::Answers>,
 }
 
 /// How one attempt at a call ended.
@@ -32,6 +34,8 @@ pub(super) struct Attempt {
     pub result: Result<Result<RawOutput, ToolFailure>, CallError>,
     pub fuel_used: Option<u64>,
     pub requests: Vec<crate::egress::RequestRecord>,
+    /// The questions the tool asked, with their answers.
+    pub asked: Vec<crate::question::Asked>,
     /// The plugin was instantiated, so it may have done something.
     pub started: bool,
 }
@@ -88,6 +92,7 @@ pub(super) async fn invoke(
         result: Err(error),
         fuel_used: None,
         requests: Vec::new(),
+        asked: Vec::new(),
         started: false,
     };
     let tool = call.tool();
@@ -127,6 +132,9 @@ pub(super) async fn invoke(
         log_bytes_left: LOG_BUDGET_BYTES,
         progress_gate: Default::default(),
         children: cx.children.clone(),
+        answers: Some(Arc::clone(&cx.answers)),
+        asked: Vec::new(),
+        stopped_at: None,
     };
     let (mut store, pipes) = match new_store(engine, code, call.grant(), host, fuel, timeout) {
         Ok(created) => created,
@@ -161,11 +169,13 @@ pub(super) async fn invoke(
     // was left of it for this attempt.
     let result = classify(outcome, &store, &pipes, deadline);
     let requests = store.data().requests();
+    let asked = store.data_mut().take_asked();
     release(Teardown::new(store, slot));
     Attempt {
         result,
         fuel_used,
         requests,
+        asked,
         started: true,
     }
 }

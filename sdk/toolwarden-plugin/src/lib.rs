@@ -45,6 +45,7 @@ mod schema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 #[doc(hidden)]
@@ -61,6 +62,7 @@ pub mod bindings {
 
 pub use bindings::exports::toolwarden::tool::present::{Presentation, View};
 use bindings::exports::toolwarden::tool::tool as wit;
+pub use bindings::toolwarden::tool::ask::Answer;
 pub use bindings::toolwarden::tool::compose::{ChildError, ChildOutput};
 pub use bindings::toolwarden::tool::host::Level;
 pub use wit::{
@@ -80,6 +82,8 @@ pub struct Context {
     /// False for a context made by [`Context::for_test`]: there is no host
     /// to log to outside a component.
     attached: bool,
+    /// What a test context answers to [`Context::ask`], by question key.
+    test_answers: BTreeMap<String, Answer>,
 }
 
 impl Context {
@@ -92,7 +96,25 @@ impl Context {
             session_id: "test-session".into(),
             workspace,
             attached: false,
+            test_answers: BTreeMap::new(),
         }
+    }
+
+    fn from_host(ctx: wit::CallContext) -> Context {
+        Context {
+            call_id: ctx.call_id,
+            session_id: ctx.session_id,
+            workspace: ctx.workspace.map(PathBuf::from),
+            attached: true,
+            test_answers: BTreeMap::new(),
+        }
+    }
+
+    /// A test context whose person answers the question `key` with
+    /// `answer`; unset questions are `Answer::Cancelled`.
+    pub fn with_answer(mut self, key: &str, answer: Answer) -> Context {
+        self.test_answers.insert(key.to_owned(), answer);
+        self
     }
 
     /// Unique id of this call; quote it in logs.
@@ -151,6 +173,27 @@ impl Context {
             });
         }
         bindings::toolwarden::tool::compose::call_tool(name, &args.to_string())
+    }
+
+    /// Asks the person behind the agent `message`, with `form` a JSON
+    /// Schema of a flat object (the MCP elicitation subset; see `ask` in the
+    /// WIT). An `Accepted` answer's JSON already matches the form.
+    ///
+    /// The host does not keep the call waiting on a person: the first time
+    /// a question is asked the call stops there, and once the person has
+    /// answered it runs again from the start with the answer at hand. So
+    /// `key` must name the same question on every run, and the tool should
+    /// ask before it changes anything. Outside the host (`for_test`) the
+    /// answer is the one set by [`Context::with_answer`].
+    pub fn ask(&self, key: &str, message: &str, form: &Value) -> Answer {
+        if !self.attached {
+            return self
+                .test_answers
+                .get(key)
+                .cloned()
+                .unwrap_or(Answer::Cancelled);
+        }
+        bindings::toolwarden::tool::ask::question(key, message, &form.to_string())
     }
 }
 
@@ -605,12 +648,7 @@ pub mod __private {
         ctx: wit::CallContext,
     ) -> Option<Presentation> {
         let tool = tools.iter().find(|t| t.name == name)?;
-        let ctx = Context {
-            call_id: ctx.call_id,
-            session_id: ctx.session_id,
-            workspace: ctx.workspace.map(PathBuf::from),
-            attached: true,
-        };
+        let ctx = Context::from_host(ctx);
         tool.preview.as_ref()?(args_json, &ctx)
     }
 
@@ -634,12 +672,7 @@ pub mod __private {
             .iter()
             .find(|t| t.name == name)
             .ok_or_else(|| ToolError::NotFound(format!("this plugin has no tool `{name}`")))?;
-        let ctx = Context {
-            call_id: ctx.call_id,
-            session_id: ctx.session_id,
-            workspace: ctx.workspace.map(PathBuf::from),
-            attached: true,
-        };
+        let ctx = Context::from_host(ctx);
         let Output {
             value,
             text,

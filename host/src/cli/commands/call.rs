@@ -8,6 +8,8 @@ use crate::config::Config;
 use crate::controller::Controller;
 use crate::error::Error;
 use crate::outcome::{CallResult, ErrorCode, Status};
+use crate::question::{Answer, MAX_QUESTIONS, Question};
+use serde_json::{Map, Value};
 use std::io::{BufRead, IsTerminal, Read, Write};
 
 pub struct Options {
@@ -68,19 +70,184 @@ pub fn run(config: Config, opts: Options, printer: Printer) -> Result<ExitStatus
         .build()
         .map_err(|e| Error::Engine(format!("cannot start the async runtime: {e}")))?;
     let mut result = runtime.block_on(host.handle(request.clone()));
-    if interactive
-        && result.code() == Some(ErrorCode::ApprovalRequired)
-        && let Some(id) = result.approval_id.clone()
-        && prompt(&host, &id, printer)?
-    {
-        // Approved or declined, the call now carries its decided approval:
-        // it runs once, or ends as APPROVAL_DENIED in the audit log.
+    // At a terminal the person answers what the call needs, and it runs
+    // again: an approval (the call then carries its decided approval: it
+    // runs once, or ends as APPROVAL_DENIED in the audit log), or a tool's
+    // question (the call runs from the start with every answer so far).
+    // A run that stops at a question has used its approval, so the rerun
+    // is approved afresh.
+    for _ in 0..2 * MAX_QUESTIONS {
+        if !interactive {
+            break;
+        }
+        if result.code() == Some(ErrorCode::ApprovalRequired)
+            && let Some(id) = result.approval_id.clone()
+            && prompt(&host, &id, printer)?
+        {
+            request.approval = Some(id);
+        } else if let Some(question) = &result.question {
+            let answer = ask(&request.tool, question);
+            request.answers.insert(question.key.clone(), answer);
+            request.approval = None;
+        } else {
+            break;
+        }
         request.call_id = CallId::new();
-        request.approval = Some(id);
-        result = runtime.block_on(host.handle(request));
+        result = runtime.block_on(host.handle(request.clone()));
+    }
+    if !interactive && let Some(question) = &result.question {
+        printer.error(
+            format!(
+                "`{}` asks a person: {}\n{}",
+                request.tool,
+                question.message,
+                serde_json::to_string_pretty(&question.form).unwrap_or_default()
+            ),
+            Some(
+                "nothing ran past the question: run the call at a terminal to answer it, or through an MCP client that can ask the person",
+            ),
+        );
     }
     print(&result, opts.json, printer);
     Ok(result.status.into())
+}
+
+/// Asks `question` at the terminal, field by field, until the answer fits
+/// its form (three tries): `n` at the first prompt declines, an empty line
+/// cancels.
+fn ask(tool: &str, question: &Question) -> Answer {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(
+        err,
+        "`{tool}` asks: {}\nAnswer? [y = fill in, n = decline, Enter = cancel] ",
+        question.message
+    );
+    match read_line().to_lowercase().as_str() {
+        "y" | "yes" => {}
+        "n" | "no" => return Answer::Declined,
+        _ => return Answer::Cancelled,
+    }
+    for _ in 0..3 {
+        let answer = Answer::Accepted(Value::Object(fill_in(&question.form, &mut err)));
+        match question.admits(&answer) {
+            Ok(()) => return answer,
+            Err(problem) => {
+                let _ = writeln!(err, "That does not fit the form: {problem}.");
+            }
+        }
+    }
+    Answer::Cancelled
+}
+
+/// One prompt per field of `form`; an empty line keeps the default, or
+/// leaves the field out.
+fn fill_in(form: &Value, err: &mut impl Write) -> Map<String, Value> {
+    let required: Vec<&str> = form["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut content = Map::new();
+    let Some(fields) = form["properties"].as_object() else {
+        return content;
+    };
+    for (name, field) in fields {
+        let kind = field["type"].as_str().unwrap_or("string");
+        let mut label = field["title"].as_str().unwrap_or(name).to_owned();
+        if let Some(description) = field["description"].as_str() {
+            label = format!("{label} ({description})");
+        }
+        let choices = choices(field);
+        if !choices.is_empty() {
+            let many = if kind == "array" {
+                ", comma-separated"
+            } else {
+                ""
+            };
+            label = format!("{label} [{}{many}]", choices.join(" | "));
+        }
+        if let Some(default) = field.get("default") {
+            label = format!("{label} (default {default})");
+        }
+        let need = if required.contains(&name.as_str()) {
+            "required"
+        } else {
+            "optional"
+        };
+        let _ = write!(err, "  {label}, {kind}, {need}: ");
+        let _ = err.flush();
+        let line = read_line();
+        let value = if line.is_empty() {
+            field.get("default").cloned()
+        } else {
+            Some(typed(kind, &line))
+        };
+        if let Some(value) = value {
+            content.insert(name.clone(), value);
+        }
+    }
+    content
+}
+
+/// The values a select field allows, as the person types them.
+fn choices(field: &Value) -> Vec<String> {
+    let one = if field["type"] == "array" {
+        &field["items"]
+    } else {
+        field
+    };
+    let listed = one["enum"].as_array().map(|values| {
+        values
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect()
+    });
+    listed.unwrap_or_else(|| {
+        one["oneOf"]
+            .as_array()
+            .or_else(|| one["anyOf"].as_array())
+            .map(|options| {
+                options
+                    .iter()
+                    .filter_map(|o| {
+                        let value = o["const"].as_str()?;
+                        Some(match o["title"].as_str() {
+                            Some(title) => format!("{value} = {title}"),
+                            None => value.to_owned(),
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    })
+}
+
+/// What the person typed, as the field's kind; text that is not of the
+/// kind stays text, and the form check says what is wrong with it.
+fn typed(kind: &str, line: &str) -> Value {
+    let parsed = match kind {
+        "integer" | "number" => serde_json::from_str::<serde_json::Number>(line)
+            .ok()
+            .map(Value::Number),
+        "boolean" => match line.to_lowercase().as_str() {
+            "y" | "yes" | "true" => Some(Value::Bool(true)),
+            "n" | "no" | "false" => Some(Value::Bool(false)),
+            _ => None,
+        },
+        "array" => Some(Value::Array(
+            line.split(',')
+                .map(|item| Value::String(item.trim().to_owned()))
+                .filter(|item| item != "")
+                .collect(),
+        )),
+        _ => None,
+    };
+    parsed.unwrap_or_else(|| Value::String(line.to_owned()))
+}
+
+fn read_line() -> String {
+    let mut line = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut line);
+    line.trim().to_owned()
 }
 
 /// Shows what would run and asks; anything but `y` or `yes` denies. Returns
@@ -100,9 +267,7 @@ fn prompt(host: &Controller, id: &str, printer: Printer) -> Result<bool, Error> 
         a.network,
         timestamp(a.expires_ms)
     );
-    let mut answer = String::new();
-    let _ = std::io::stdin().lock().read_line(&mut answer);
-    let (decision, reason) = match answer.trim().to_lowercase().as_str() {
+    let (decision, reason) = match read_line().to_lowercase().as_str() {
         "y" | "yes" => (ApprovalDecision::Approve, "approved at the terminal prompt"),
         _ => (ApprovalDecision::Deny, "declined at the terminal prompt"),
     };

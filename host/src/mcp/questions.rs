@@ -1,0 +1,161 @@
+//! A tool's questions to the person behind an MCP client (the `ask`
+//! import). A call that asked one ends `INPUT_REQUIRED`; this module asks
+//! the person and makes the call again with the answer, or hands the
+//! question to the client to ask:
+//! - a legacy client that declared elicitation gets a form elicitation,
+//!   and the call runs again on this connection once it is answered;
+//! - a 2026-07-28 client that declared elicitation gets an
+//!   `input_required` result with a single-use request state holding the
+//!   answers so far; its retry with the new answer runs the call again;
+//! - any other client gets the `INPUT_REQUIRED` error, which names the
+//!   question: nothing more runs.
+//!
+//! The answer is checked against the question's form by the host before the
+//! tool sees it, not here. This module never decides whether a call may run.
+
+use super::{ELICITATION_TIMEOUT, Server, input};
+use crate::call::{CallId, CallRequest, RawArgs};
+use crate::outcome::{CallResult, ErrorCode};
+use crate::question::MAX_QUESTIONS;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ElicitRequest, InputRequest, InputRequiredResult,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer};
+
+impl Server {
+    /// A 2026-07-28 call's input: the answers in `inputResponses`, and what
+    /// its request state stood for. `Err` refuses the request (a state the
+    /// host did not issue, or for another call; malformed responses);
+    /// `Ok(Some(_))` is a refusal to return as the call's result.
+    pub(super) fn take_up(
+        &self,
+        params: &CallToolRequestParams,
+        request: &mut CallRequest,
+    ) -> Result<Option<Box<CallResult>>, McpError> {
+        let responses = || {
+            params
+                .input_responses
+                .as_ref()
+                .map(input::answers)
+                .transpose()
+                .map_err(|e| McpError::invalid_params(format!("toolwarden: {e}"), None))
+        };
+        let Some(state) = params.request_state.as_deref() else {
+            request.answers = responses()?.unwrap_or_default();
+            return Ok(None);
+        };
+        match self.states.redeem(state) {
+            None => Err(McpError::invalid_params(
+                "toolwarden: the request state is unknown, expired, altered or already used; \
+                 nothing ran. hint: call the tool again without `requestState` to be asked again",
+                None,
+            )),
+            Some(input::Pending::Approval {
+                approval_id,
+                session,
+                tool,
+            }) => Ok(self
+                .resume(approval_id, session, &tool, params, request)
+                .err()),
+            Some(input::Pending::Questions {
+                session,
+                tool,
+                arguments,
+                answers,
+            }) => {
+                if tool != params.name || arguments != object_of(&request.args) {
+                    return Err(McpError::invalid_params(
+                        "toolwarden: the request state belongs to a call of another tool or with \
+                         other arguments; nothing ran. hint: retry with the call's own tool and \
+                         arguments",
+                        None,
+                    ));
+                }
+                request.session = session;
+                request.answers = answers;
+                if let Some(new) = responses()? {
+                    request.answers.extend(new);
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// For a 2026-07-28 client that can show a form: the question `result`
+    /// stopped at, as an `input_required` result whose request state holds
+    /// the answers `request` ran with. `None` when the client cannot be asked.
+    pub(super) fn hand_question(
+        &self,
+        cx: &RequestContext<RoleServer>,
+        request: &CallRequest,
+        result: &CallResult,
+    ) -> Option<CallToolResponse> {
+        cx.client_capabilities()?.elicitation.as_ref()?;
+        let question = result.question.as_ref()?;
+        let form = input::question_form(question)?;
+        let state = self.states.issue(input::Pending::Questions {
+            session: request.session.clone(),
+            tool: request.tool.clone(),
+            arguments: object_of(&request.args),
+            answers: request.answers.clone(),
+        });
+        let requests = [(
+            question.key.clone(),
+            InputRequest::Elicitation(ElicitRequest::new(form)),
+        )]
+        .into();
+        Some(CallToolResponse::InputRequired(InputRequiredResult::new(
+            Some(requests),
+            Some(state),
+        )))
+    }
+
+    /// For a legacy client that declared elicitation: asks each question a
+    /// run of the call stops at and runs it again with the answer, until it
+    /// ends otherwise. Stops at the first question the person leaves
+    /// unanswered (or after [`MAX_QUESTIONS`] rounds) with that result.
+    pub(super) async fn answer_questions(
+        &self,
+        cx: &RequestContext<RoleServer>,
+        request: &mut CallRequest,
+        mut result: CallResult,
+    ) -> CallResult {
+        for _ in 0..MAX_QUESTIONS {
+            if result.code() != Some(ErrorCode::InputRequired) {
+                break;
+            }
+            let Some(question) = result.question.as_ref() else {
+                break;
+            };
+            let Some(form) = input::question_form(question) else {
+                break;
+            };
+            let answer =
+                match tokio::time::timeout(ELICITATION_TIMEOUT, cx.peer.create_elicitation(form))
+                    .await
+                {
+                    Ok(Ok(answer)) => answer,
+                    Ok(Err(e)) => {
+                        tracing::warn!("asking question `{}` failed: {e}", question.key);
+                        break;
+                    }
+                    Err(_) => break,
+                };
+            request
+                .answers
+                .insert(question.key.clone(), input::answer(answer));
+            request.call_id = CallId::new();
+            result = self.run(request.clone(), cx).await;
+        }
+        result
+    }
+}
+
+/// The arguments a request state binds: MCP's are always an object.
+fn object_of(args: &RawArgs) -> Option<std::sync::Arc<serde_json::Value>> {
+    match args {
+        RawArgs::Object(object) => Some(std::sync::Arc::clone(object)),
+        RawArgs::Text(_) => None,
+    }
+}

@@ -1,0 +1,440 @@
+//! Questions a running tool asks the person on the other side (the `ask`
+//! import of `toolwarden:tool@0.2.0`), and their answers.
+//!
+//! A question is a message and a form: a flat JSON Schema object in the
+//! subset MCP elicitation allows, checked here before anyone is shown it.
+//! An answer is checked against its form before the plugin sees it. This
+//! module only describes; it never asks anyone (the edges do: `mcp`, `cli`)
+//! and never runs a call (the controller runs it again with the answers).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// Longest question message a plugin may ask.
+pub const MAX_MESSAGE_BYTES: usize = 4 << 10;
+/// Largest form (as JSON text): a form is a few fields, not a document.
+pub const MAX_FORM_BYTES: usize = 16 << 10;
+/// Most fields one form may have.
+pub const MAX_FIELDS: usize = 32;
+/// Longest question key.
+pub const MAX_KEY_LEN: usize = 64;
+/// Most questions one run of a call may ask (answered ones included):
+/// each unanswered one costs a person's attention and a run of the call.
+pub const MAX_QUESTIONS: usize = 16;
+
+/// One question a tool asked.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Question {
+    /// Names the question within its call, the same each run.
+    pub key: String,
+    pub message: String,
+    /// The form's JSON Schema, already checked.
+    pub form: Value,
+}
+
+/// What the person did with a question.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "action", content = "content", rename_all = "snake_case")]
+pub enum Answer {
+    /// Filled in the form: its content (an object).
+    Accepted(Value),
+    Declined,
+    Cancelled,
+}
+
+/// The answers a call runs with, by question key.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Answers(BTreeMap<String, Answer>);
+
+/// A question as the audit log records it: asked, and how it was answered
+/// (none: the call stopped to ask it).
+#[derive(Clone, Debug, Serialize)]
+pub struct Asked {
+    pub key: String,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<Answer>,
+}
+
+impl Answers {
+    pub fn get(&self, key: &str) -> Option<&Answer> {
+        self.0.get(key)
+    }
+
+    pub fn insert(&mut self, key: String, answer: Answer) {
+        self.0.insert(key, answer);
+    }
+
+    /// `other`'s answers added, replacing those with the same key.
+    pub fn extend(&mut self, other: Answers) {
+        self.0.extend(other.0);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl FromIterator<(String, Answer)> for Answers {
+    fn from_iter<I: IntoIterator<Item = (String, Answer)>>(iter: I) -> Self {
+        Answers(iter.into_iter().collect())
+    }
+}
+
+impl Question {
+    /// A question as a plugin asked it, or why it is malformed.
+    pub fn new(key: String, message: String, form: &str) -> Result<Question, String> {
+        if key.is_empty()
+            || key.len() > MAX_KEY_LEN
+            || !key
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+        {
+            return Err(format!(
+                "the question key `{}` is not 1-{MAX_KEY_LEN} characters of [a-z0-9_-]",
+                crate::presentation::cut_to(key, 80)
+            ));
+        }
+        if message.len() > MAX_MESSAGE_BYTES {
+            return Err(format!(
+                "the message of question `{key}` is {} bytes, more than {MAX_MESSAGE_BYTES}",
+                message.len()
+            ));
+        }
+        if form.len() > MAX_FORM_BYTES {
+            return Err(format!(
+                "the form of question `{key}` is {} bytes, more than {MAX_FORM_BYTES}",
+                form.len()
+            ));
+        }
+        let form: Value = serde_json::from_str(form)
+            .map_err(|e| format!("the form of question `{key}` is not JSON: {e}"))?;
+        check_form(&form).map_err(|e| format!("the form of question `{key}` {e}"))?;
+        Ok(Question { key, message, form })
+    }
+
+    /// Whether `answer` fits this question's form: a declined or cancelled
+    /// question always does; accepted content must be an object with the
+    /// form's fields only, each as the form describes it.
+    pub fn admits(&self, answer: &Answer) -> Result<(), String> {
+        let Answer::Accepted(content) = answer else {
+            return Ok(());
+        };
+        let mut schema = self.form.clone();
+        if let Some(map) = schema.as_object_mut() {
+            map.insert("additionalProperties".into(), Value::Bool(false));
+        }
+        let validator = jsonschema::draft202012::options()
+            .should_validate_formats(true)
+            .build(&schema)
+            .map_err(|e| format!("the form cannot check answers: {e}"))?;
+        let problems: Vec<String> = validator
+            .iter_errors(content)
+            .take(5)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                if at.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{at}: {e}")
+                }
+            })
+            .collect();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "the answer to question `{}` does not fit its form: {}",
+                self.key,
+                problems.join("; ")
+            ))
+        }
+    }
+}
+
+const COMMON: &[&str] = &["type", "title", "description", "default"];
+
+/// Checks a form against the subset MCP elicitation allows: says what is
+/// wrong, starting with "is" or "has".
+fn check_form(form: &Value) -> Result<(), String> {
+    let map = form.as_object().ok_or("is not a JSON object")?;
+    only_keys(
+        map,
+        &[
+            "type",
+            "properties",
+            "required",
+            "title",
+            "description",
+            "$schema",
+        ],
+        "",
+    )?;
+    if map.get("type") != Some(&Value::String("object".into())) {
+        return Err("has no `type: \"object\"`".into());
+    }
+    let properties = map
+        .get("properties")
+        .and_then(Value::as_object)
+        .ok_or("has no `properties` object")?;
+    if properties.len() > MAX_FIELDS {
+        return Err(format!(
+            "has {} fields, more than {MAX_FIELDS}",
+            properties.len()
+        ));
+    }
+    for (name, field) in properties {
+        check_field(name, field)?;
+    }
+    if let Some(required) = map.get("required") {
+        let names = required
+            .as_array()
+            .ok_or("has a `required` that is not a list")?;
+        for name in names {
+            let name = name
+                .as_str()
+                .ok_or("has a `required` entry that is not text")?;
+            if !properties.contains_key(name) {
+                return Err(format!("requires `{name}`, which is not one of its fields"));
+            }
+        }
+    }
+    for key in ["title", "description", "$schema"] {
+        if map.get(key).is_some_and(|v| !v.is_string()) {
+            return Err(format!("has a `{key}` that is not text"));
+        }
+    }
+    Ok(())
+}
+
+fn check_field(name: &str, field: &Value) -> Result<(), String> {
+    let at = format!("field `{name}`");
+    let map = field
+        .as_object()
+        .ok_or_else(|| format!("has {at} that is not an object"))?;
+    for key in ["title", "description"] {
+        if map.get(key).is_some_and(|v| !v.is_string()) {
+            return Err(format!("has {at} whose `{key}` is not text"));
+        }
+    }
+    let kind = map.get("type").and_then(Value::as_str).unwrap_or("");
+    match kind {
+        "string" => {
+            let mut allowed = COMMON.to_vec();
+            allowed.extend([
+                "minLength",
+                "maxLength",
+                "format",
+                "enum",
+                "enumNames",
+                "oneOf",
+            ]);
+            only_keys(map, &allowed, &at)?;
+            if let Some(format) = map.get("format")
+                && !matches!(
+                    format.as_str(),
+                    Some("email" | "uri" | "date" | "date-time")
+                )
+            {
+                return Err(format!(
+                    "has {at} with a `format` other than email, uri, date or date-time"
+                ));
+            }
+            for key in ["minLength", "maxLength"] {
+                if map.get(key).is_some_and(|v| v.as_u64().is_none()) {
+                    return Err(format!("has {at} whose `{key}` is not a whole number"));
+                }
+            }
+            if let Some(choices) = map.get("enum") {
+                strings(choices).map_err(|e| format!("has {at} whose `enum` {e}"))?;
+            }
+            if let Some(names) = map.get("enumNames") {
+                let n = strings(names).map_err(|e| format!("has {at} whose `enumNames` {e}"))?;
+                if map.get("enum").and_then(Value::as_array).map(Vec::len) != Some(n) {
+                    return Err(format!(
+                        "has {at} whose `enumNames` does not match its `enum`"
+                    ));
+                }
+            }
+            if let Some(choices) = map.get("oneOf") {
+                titled(choices).map_err(|e| format!("has {at} whose `oneOf` {e}"))?;
+            }
+            default_is(map, Value::is_string, &at)
+        }
+        "number" | "integer" => {
+            let mut allowed = COMMON.to_vec();
+            allowed.extend(["minimum", "maximum"]);
+            only_keys(map, &allowed, &at)?;
+            for key in ["minimum", "maximum"] {
+                if map.get(key).is_some_and(|v| !v.is_number()) {
+                    return Err(format!("has {at} whose `{key}` is not a number"));
+                }
+            }
+            default_is(map, Value::is_number, &at)
+        }
+        "boolean" => {
+            only_keys(map, COMMON, &at)?;
+            default_is(map, Value::is_boolean, &at)
+        }
+        "array" => {
+            let mut allowed = COMMON.to_vec();
+            allowed.extend(["items", "minItems", "maxItems"]);
+            only_keys(map, &allowed, &at)?;
+            for key in ["minItems", "maxItems"] {
+                if map.get(key).is_some_and(|v| v.as_u64().is_none()) {
+                    return Err(format!("has {at} whose `{key}` is not a whole number"));
+                }
+            }
+            let items = map
+                .get("items")
+                .and_then(Value::as_object)
+                .ok_or_else(|| format!("has {at}, a multi-select, without an `items` object"))?;
+            if let Some(choices) = items.get("anyOf") {
+                only_keys(items, &["anyOf"], &at)?;
+                titled(choices).map_err(|e| format!("has {at} whose `items.anyOf` {e}"))?;
+            } else {
+                only_keys(items, &["type", "enum"], &at)?;
+                if items.get("type") != Some(&Value::String("string".into())) {
+                    return Err(format!("has {at} whose items are not `type: \"string\"`"));
+                }
+                let choices = items
+                    .get("enum")
+                    .ok_or_else(|| format!("has {at} whose items have no `enum`"))?;
+                strings(choices).map_err(|e| format!("has {at} whose `items.enum` {e}"))?;
+            }
+            default_is(
+                map,
+                |v| v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
+                &at,
+            )
+        }
+        _ => Err(format!(
+            "has {at} whose `type` is not string, number, integer, boolean or array"
+        )),
+    }
+}
+
+fn only_keys(map: &Map<String, Value>, allowed: &[&str], at: &str) -> Result<(), String> {
+    match map.keys().find(|k| !allowed.contains(&k.as_str())) {
+        None => Ok(()),
+        Some(key) if at.is_empty() => Err(format!(
+            "has `{key}`, which a form may not use (allowed: {})",
+            allowed.join(", ")
+        )),
+        Some(key) => Err(format!(
+            "has {at} with `{key}`, which a form field of its kind may not use (allowed: {})",
+            allowed.join(", ")
+        )),
+    }
+}
+
+fn default_is(map: &Map<String, Value>, fits: fn(&Value) -> bool, at: &str) -> Result<(), String> {
+    match map.get("default") {
+        Some(value) if !fits(value) => Err(format!("has {at} whose `default` is not of its type")),
+        _ => Ok(()),
+    }
+}
+
+/// A non-empty list of text; its length.
+fn strings(value: &Value) -> Result<usize, &'static str> {
+    let list = value
+        .as_array()
+        .filter(|l| !l.is_empty() && l.iter().all(Value::is_string))
+        .ok_or("is not a non-empty list of text")?;
+    Ok(list.len())
+}
+
+/// A non-empty list of `{const, title}` choices.
+fn titled(value: &Value) -> Result<(), &'static str> {
+    let fine = value.as_array().is_some_and(|list| {
+        !list.is_empty()
+            && list.iter().all(|choice| {
+                choice.as_object().is_some_and(|c| {
+                    c.get("const").is_some_and(Value::is_string)
+                        && c.get("title").is_none_or(Value::is_string)
+                        && c.keys().all(|k| k == "const" || k == "title")
+                })
+            })
+    });
+    if fine {
+        Ok(())
+    } else {
+        Err("is not a non-empty list of `{const, title}` choices")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ask(form: Value) -> Result<Question, String> {
+        Question::new("q".into(), "why?".into(), &form.to_string())
+    }
+
+    #[test]
+    fn accepts_every_field_kind_mcp_elicitation_allows() {
+        let form = json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "default": "John Doe", "minLength": 1},
+                "email": {"type": "string", "format": "email"},
+                "age": {"type": "integer", "minimum": 0, "default": 30},
+                "score": {"type": "number", "default": 95.5},
+                "ok": {"type": "boolean", "default": true},
+                "one": {"type": "string", "enum": ["a", "b"]},
+                "titled": {"type": "string", "oneOf": [{"const": "a", "title": "A"}]},
+                "legacy": {"type": "string", "enum": ["a"], "enumNames": ["A"]},
+                "many": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}},
+                "many_titled": {"type": "array", "items": {"anyOf": [{"const": "a", "title": "A"}]}}
+            },
+            "required": ["name"]
+        });
+        assert!(ask(form).is_ok());
+    }
+
+    #[test]
+    fn refuses_nested_objects_unknown_keywords_and_bad_keys() {
+        let nested = json!({"type": "object", "properties": {"x": {"type": "object"}}});
+        assert!(ask(nested).unwrap_err().contains("field `x`"));
+        let keyword =
+            json!({"type": "object", "properties": {"x": {"type": "string", "pattern": "a"}}});
+        assert!(ask(keyword).unwrap_err().contains("`pattern`"));
+        let required = json!({"type": "object", "properties": {}, "required": ["y"]});
+        assert!(ask(required).unwrap_err().contains("requires `y`"));
+        let key = Question::new(
+            "Bad Key".into(),
+            "m".into(),
+            r#"{"type":"object","properties":{}}"#,
+        );
+        assert!(key.unwrap_err().contains("[a-z0-9_-]"));
+        assert!(ask(json!([1])).unwrap_err().contains("not a JSON object"));
+    }
+
+    #[test]
+    fn an_answer_must_fit_the_form() {
+        let q = ask(json!({
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "mail": {"type": "string", "format": "email"}},
+            "required": ["name"]
+        }))
+        .unwrap();
+        assert!(
+            q.admits(&Answer::Accepted(json!({"name": "Alice"})))
+                .is_ok()
+        );
+        assert!(q.admits(&Answer::Declined).is_ok());
+        assert!(q.admits(&Answer::Accepted(json!({}))).is_err());
+        assert!(q.admits(&Answer::Accepted(json!({"name": 5}))).is_err());
+        assert!(
+            q.admits(&Answer::Accepted(json!({"name": "a", "extra": 1})))
+                .is_err()
+        );
+        assert!(
+            q.admits(&Answer::Accepted(json!({"name": "a", "mail": "nope"})))
+                .is_err()
+        );
+        assert!(q.admits(&Answer::Accepted(json!("Alice"))).is_err());
+    }
+}
