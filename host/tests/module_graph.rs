@@ -16,6 +16,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "content",
             "presentation",
+            "question",
             "when",
             "outcome",
             "origin",
