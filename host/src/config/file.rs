@@ -83,12 +83,18 @@ struct McpSection {
     list_denied: bool,
     max_sessions: Option<u64>,
     session_idle_seconds: Option<u64>,
+    task_after_ms: Option<u64>,
+    task_ttl_seconds: Option<u64>,
+    max_tasks: Option<u64>,
+    #[serde(default)]
+    task_only: Vec<String>,
 }
 
 impl McpSection {
-    const KEYS: &str = "list_denied, max_sessions, session_idle_seconds";
+    const KEYS: &str = "list_denied, max_sessions, session_idle_seconds, task_after_ms, \
+                        task_ttl_seconds, max_tasks, task_only";
 
-    fn resolve(self) -> Result<super::McpSessions, SettingError> {
+    fn resolve(self) -> Result<(super::McpSessions, super::McpTasks), SettingError> {
         let defaults = super::McpSessions::default();
         let max = bounded(
             "mcp",
@@ -104,10 +110,39 @@ impl McpSection {
             defaults.idle.as_secs(),
             super::MAX_SESSION_IDLE_SECONDS,
         )?;
-        Ok(super::McpSessions {
-            max: max as usize,
-            idle: Duration::from_secs(idle),
-        })
+        let after = bounded(
+            "mcp",
+            "task_after_ms",
+            self.task_after_ms,
+            super::DEFAULT_TASK_AFTER_MS,
+            super::MAX_TASK_AFTER_MS,
+        )?;
+        let ttl = bounded(
+            "mcp",
+            "task_ttl_seconds",
+            self.task_ttl_seconds,
+            super::DEFAULT_TASK_TTL_SECONDS,
+            super::MAX_TASK_TTL_SECONDS,
+        )?;
+        let max_tasks = bounded(
+            "mcp",
+            "max_tasks",
+            self.max_tasks,
+            super::DEFAULT_MAX_TASKS as u64,
+            super::MAX_TASKS,
+        )?;
+        Ok((
+            super::McpSessions {
+                max: max as usize,
+                idle: Duration::from_secs(idle),
+            },
+            super::McpTasks {
+                after: Duration::from_millis(after),
+                ttl: Duration::from_secs(ttl),
+                max_running: max_tasks as usize,
+                task_only: self.task_only,
+            },
+        ))
     }
 }
 
@@ -120,6 +155,7 @@ pub(super) struct Parsed {
     pub budget: Budget,
     pub mcp_list_denied: bool,
     pub mcp_sessions: super::McpSessions,
+    pub mcp_tasks: super::McpTasks,
     pub max_parallel: usize,
     pub retry: Retry,
     pub nesting: Nesting,
@@ -260,8 +296,8 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         Provenance::default,
     )?;
     let mcp_list_denied = file.mcp.as_ref().is_some_and(|m| m.list_denied);
-    let mcp_sessions = match file.mcp {
-        None => super::McpSessions::default(),
+    let (mcp_sessions, mcp_tasks) = match file.mcp {
+        None => Default::default(),
         Some(table) => table
             .resolve()
             .map_err(|e| FileError::from_setting(None, e))?,
@@ -274,6 +310,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         budget,
         mcp_list_denied,
         mcp_sessions,
+        mcp_tasks,
         max_parallel,
         retry,
         nesting,
@@ -350,10 +387,20 @@ mod tests {
             .unwrap_or_else(|e| panic!("{}", e.message));
         assert_eq!(parsed.mcp_sessions.max, 8);
         assert_eq!(parsed.mcp_sessions.idle, Duration::from_secs(2));
+        assert_eq!(parsed.mcp_tasks, crate::config::McpTasks::default());
+        let parsed = parse("[mcp]\ntask_after_ms = 5\nmax_tasks = 2\ntask_only = [\"slow\"]\n")
+            .unwrap_or_else(|e| panic!("{}", e.message));
+        assert_eq!(parsed.mcp_tasks.after, Duration::from_millis(5));
+        assert_eq!(parsed.mcp_tasks.max_running, 2);
+        assert_eq!(parsed.mcp_tasks.task_only, ["slow"]);
         for bad in [
             "max_sessions = 0",
             "session_idle_seconds = 0",
             "max_sessions = 1000000",
+            "task_after_ms = 0",
+            "task_ttl_seconds = 0",
+            "max_tasks = 0",
+            "max_tasks = 100000",
         ] {
             let e = err(&format!("[mcp]\n{bad}\n"));
             assert!(e.message.contains("mcp."), "{bad}: {}", e.message);

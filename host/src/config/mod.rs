@@ -49,6 +49,43 @@ impl Default for McpSessions {
     }
 }
 
+/// How the MCP server runs long calls as tasks (the
+/// `io.modelcontextprotocol/tasks` extension) for clients that declared it
+/// (`[mcp] task_after_ms`, `task_ttl_seconds`, `max_tasks`, `task_only`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct McpTasks {
+    /// A call still running this long after it started becomes a task; one
+    /// that ends sooner is answered as usual.
+    pub after: std::time::Duration,
+    /// How long a task and its result are kept (the wire's `ttlMs`); a
+    /// call still running then is stopped and its task failed.
+    pub ttl: std::time::Duration,
+    /// Tasks running at once, over every connection; past it, calls are
+    /// answered as usual (clients wait) and task-only tools are refused.
+    pub max_running: usize,
+    /// Tools whose calls only run as tasks: a client that did not declare
+    /// the extension is refused (-32021) rather than kept waiting.
+    pub task_only: Vec<String>,
+}
+
+pub const DEFAULT_TASK_AFTER_MS: u64 = 250;
+pub const DEFAULT_TASK_TTL_SECONDS: u64 = 3_600;
+pub const DEFAULT_MAX_TASKS: usize = 64;
+pub(crate) const MAX_TASK_AFTER_MS: u64 = 60_000;
+pub(crate) const MAX_TASK_TTL_SECONDS: u64 = 7 * 86_400;
+pub(crate) const MAX_TASKS: u64 = 10_000;
+
+impl Default for McpTasks {
+    fn default() -> Self {
+        McpTasks {
+            after: std::time::Duration::from_millis(DEFAULT_TASK_AFTER_MS),
+            ttl: std::time::Duration::from_secs(DEFAULT_TASK_TTL_SECONDS),
+            max_running: DEFAULT_MAX_TASKS,
+            task_only: Vec::new(),
+        }
+    }
+}
+
 /// Everything a host needs, resolved and checked.
 #[derive(Debug)]
 pub struct Config {
@@ -73,6 +110,7 @@ pub struct Config {
     pub(crate) budget: crate::guards::Budget,
     pub(crate) mcp_list_denied: bool,
     pub(crate) mcp_sessions: McpSessions,
+    pub(crate) mcp_tasks: McpTasks,
     /// Parallel-safe calls of one turn that may run at once.
     pub(crate) max_parallel: usize,
     /// Which failed calls run again, how often (`[retry]`).
@@ -167,6 +205,11 @@ impl Config {
     /// sit idle (`[mcp] max_sessions`, `session_idle_seconds`).
     pub fn mcp_sessions(&self) -> McpSessions {
         self.mcp_sessions
+    }
+
+    /// How the MCP server runs long calls as tasks (`[mcp] task_*`).
+    pub fn mcp_tasks(&self) -> &McpTasks {
+        &self.mcp_tasks
     }
 
     /// The wasmtime engine this config describes: its limits, workspace,
@@ -394,6 +437,7 @@ impl ConfigBuilder {
             audit_retention,
             budget: parsed.budget,
             mcp_list_denied: parsed.mcp_list_denied,
+            mcp_tasks: parsed.mcp_tasks,
             mcp_sessions: parsed.mcp_sessions,
             max_parallel: parsed.max_parallel,
             retry: parsed.retry,

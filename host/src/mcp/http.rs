@@ -144,6 +144,7 @@ pub async fn serve(
         .allowed_hosts
         .extend(options.allowed_hosts.iter().cloned());
     let states = super::input::RequestStates::default();
+    let tasks = super::tasks::Tasks::new(host.config().mcp_tasks().clone());
     // Every session runs on this (multi-thread) runtime, calls included.
     let calls = tokio::runtime::Handle::current();
     let factory = move || {
@@ -151,6 +152,7 @@ pub async fn serve(
             Arc::clone(&host),
             peers.clone(),
             states.clone(),
+            tasks.clone(),
             calls.clone(),
             options.profile.clone(),
         ))

@@ -10,7 +10,9 @@
 //! approval's id, and once a person approves it the same call, repeated on
 //! the same connection, runs once. A tool's question (`ask`) is asked the
 //! same ways (see `questions`). A plugin's `progress` becomes
-//! `notifications/progress`; `notifications/cancelled` stops the call.
+//! `notifications/progress`; `notifications/cancelled` stops the call. For
+//! clients that declared the tasks extension, a call that outlasts a moment
+//! goes on as a task (see `tasks`).
 //!
 //! One connection is one session: budgets, duplicate detection and
 //! approvals are bound to it. Only this module names `rmcp`.
@@ -22,6 +24,7 @@ mod input;
 mod questions;
 mod running;
 mod stdio;
+mod tasks;
 mod transport;
 mod watch;
 
@@ -39,9 +42,9 @@ use crate::call::{CallRequest, RawArgs, SessionId};
 use crate::controller::Controller;
 use crate::outcome::ErrorCode;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter,
-    Tool,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult,
+    Implementation, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+    ServerConfig, SubscriptionFilter, Tool, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
@@ -60,6 +63,7 @@ pub struct Server {
     session: SessionId,
     peers: watch::Peers,
     states: input::RequestStates,
+    tasks: tasks::Tasks,
     /// Where calls that do not finish in their first poll go on.
     calls: Handle,
     /// Told when such a call finishes, on a stdio connection (whose thread
@@ -82,12 +86,14 @@ impl Server {
         waiting: Arc<stdio::Waiting>,
         profile: Option<Arc<str>>,
     ) -> Server {
+        let tasks = tasks::Tasks::new(host.config().mcp_tasks().clone());
         Server {
             waiting: Some(waiting),
             ..Server::with_peers(
                 host,
                 watch::Peers::default(),
                 input::RequestStates::default(),
+                tasks,
                 calls,
                 profile,
             )
@@ -99,6 +105,7 @@ impl Server {
         host: Arc<Controller>,
         peers: watch::Peers,
         states: input::RequestStates,
+        tasks: tasks::Tasks,
         calls: Handle,
         profile: Option<Arc<str>>,
     ) -> Server {
@@ -107,6 +114,7 @@ impl Server {
             session: SessionId::new(),
             peers,
             states,
+            tasks,
             calls,
             waiting: None,
             profile,
@@ -166,6 +174,7 @@ impl ServerHandler for Server {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(Implementation::new("toolwarden", env!("CARGO_PKG_VERSION")))
@@ -243,6 +252,7 @@ impl ServerHandler for Server {
         let mut request =
             CallRequest::new(params.name.to_string(), args).in_session(self.session.clone());
         request.profile = self.profile(&cx.meta);
+        self.refuse_untasked(&request.tool, &cx)?;
         let modern = cx
             .protocol_version()
             .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
@@ -251,7 +261,15 @@ impl ServerHandler for Server {
         }
         let (progress, forwarder) = progress_forwarder(&cx).unzip();
         request.progress = progress;
-        let mut result = self.run(request.clone(), &cx).await;
+        // Boxed like the elicitation below: the wait for a task is rare
+        // (clients that declared the extension) and its future large.
+        let mut result = match Box::pin(self.begin(request.clone(), &cx)).await? {
+            // The call goes on in its task; its progress forwarder, if any,
+            // ends with it.
+            tasks::Begun::Task(created) => return Ok(created),
+            tasks::Begun::Ended(result) => *result,
+            tasks::Begun::Usual => self.run(request.clone(), &cx).await,
+        };
         let pending = (result.code() == Some(ErrorCode::ApprovalRequired))
             .then(|| result.approval_id.clone())
             .flatten();
@@ -282,5 +300,34 @@ impl ServerHandler for Server {
             let _ = forwarder.await;
         }
         Ok(asked.unwrap_or_else(|| convert::result(result).into()))
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        self.tasks
+            .manager()
+            .get_task(&request.task_id)
+            .map(GetTaskResult::new)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.tasks
+            .manager()
+            .update_task(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.tasks.manager().cancel_task(&request.task_id)
     }
 }

@@ -145,6 +145,9 @@ impl Server {
             request
                 .answers
                 .insert(question.key.clone(), input::answer(answer));
+            // The run that asked used up its approval, if any: the policy
+            // asks again.
+            request.approval = None;
             request.call_id = CallId::new();
             result = self.run(request.clone(), cx).await;
         }

@@ -50,15 +50,32 @@ impl Server {
             }
         };
         stop_if_abandoned.0 = None;
-        finished.unwrap_or_else(|e| {
-            let error = crate::outcome::CallError::new(
-                ErrorCode::HostError,
-                format!("the call's task failed: {e}"),
-            );
-            let mut request = CallRequest::new(tool, "{}");
-            request.call_id = call_id;
-            self.host.refuse(request, error)
-        })
+        finished.unwrap_or_else(|e| self.lost(tool, call_id, &e))
+    }
+
+    /// What a call run elsewhere came to: its result, or, if its task
+    /// failed, the host's failure, recorded like any refusal.
+    pub(super) fn joined(
+        &self,
+        finished: Result<CallResult, tokio::task::JoinError>,
+        request: &CallRequest,
+    ) -> CallResult {
+        finished.unwrap_or_else(|e| self.lost(request.tool.clone(), request.call_id.clone(), &e))
+    }
+
+    fn lost(
+        &self,
+        tool: String,
+        call_id: crate::call::CallId,
+        e: &tokio::task::JoinError,
+    ) -> CallResult {
+        let error = crate::outcome::CallError::new(
+            ErrorCode::HostError,
+            format!("the call's task failed: {e}"),
+        );
+        let mut request = CallRequest::new(tool, "{}");
+        request.call_id = call_id;
+        self.host.refuse(request, error)
     }
 }
 
@@ -86,17 +103,29 @@ impl Server {
             .poll(&mut std::task::Context::from_waker(waker))
         {
             Poll::Ready(result) => Started::Finished(result),
-            Poll::Pending => {
-                let waiting = self.waiting.clone();
-                Started::Elsewhere(self.calls.spawn(async move {
-                    let result = call.await;
-                    if let Some(waiting) = waiting {
-                        waiting.answer_ready();
-                    }
-                    result
-                }))
-            }
+            Poll::Pending => Started::Elsewhere(self.elsewhere(call)),
         }
+    }
+
+    /// Runs `request` from the start on the calls' runtime.
+    pub(super) fn spawn_call(&self, request: CallRequest) -> tokio::task::JoinHandle<CallResult> {
+        let host = Arc::clone(&self.host);
+        self.elsewhere(async move { host.handle(request).await })
+    }
+
+    /// `call` on the calls' runtime; a stdio connection is told when it ends.
+    fn elsewhere(
+        &self,
+        call: impl Future<Output = CallResult> + Send + 'static,
+    ) -> tokio::task::JoinHandle<CallResult> {
+        let waiting = self.waiting.clone();
+        self.calls.spawn(async move {
+            let result = call.await;
+            if let Some(waiting) = waiting {
+                waiting.answer_ready();
+            }
+            result
+        })
     }
 }
 

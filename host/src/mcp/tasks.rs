@@ -1,0 +1,304 @@
+//! Long calls as tasks: the `io.modelcontextprotocol/tasks` extension
+//! (SEP-2663), for clients that declared it.
+//!
+//! The host, not the client, decides: a call still running
+//! `[mcp] task_after_ms` after it started is answered with a task the
+//! client polls (`tasks/get`), answers (`tasks/update`) and may cancel
+//! (`tasks/cancel`); a call that ends sooner is answered as usual, so
+//! quick tools never cost a poll. A tool in `[mcp] task_only` always runs
+//! as a task, and a client without the extension is refused (-32021)
+//! rather than kept waiting. A call that stops for a person within that
+//! moment (an approval, a tool's question) is handed back as usual (an
+//! `input_required` result or an elicitation); one that stops later leaves
+//! its task `input_required`, and the answer sent with `tasks/update` goes
+//! through the approval book or the question's form like any other before
+//! the call runs again.
+//!
+//! Every run of a task is a governed call like any other, audited, with
+//! every limit. Tasks live in this process: they outlast the connection
+//! that started them (its client may poll from another) but not a restart
+//! of the host. A task's id is its only key: 122 random bits, told only to
+//! the client that started it. This module never decides whether a call
+//! may run.
+
+use super::{Server, convert, input};
+use crate::call::{CallId, CallRequest, CancelToken};
+use crate::config::McpTasks;
+use crate::outcome::{CallResult, ErrorCode};
+use crate::question::MAX_QUESTIONS;
+use rmcp::model::{
+    CallToolResponse, CallToolResult, ClientCapabilities, CreateTaskResult, ElicitRequest,
+    ElicitResult, InputRequest,
+};
+use rmcp::service::RequestContext;
+use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
+use rmcp::{ErrorData as McpError, RoleServer};
+use std::sync::Arc;
+use tokio::task::JoinHandle;
+
+/// How often a client is told to poll a task.
+const POLL_INTERVAL_MS: u64 = 500;
+
+/// The tasks of every connection of one server.
+#[derive(Clone)]
+pub(super) struct Tasks {
+    manager: TaskManager,
+    settings: Arc<McpTasks>,
+}
+
+impl Tasks {
+    pub(super) fn new(settings: McpTasks) -> Tasks {
+        Tasks {
+            manager: TaskManager::new(),
+            settings: Arc::new(settings),
+        }
+    }
+
+    pub(super) fn manager(&self) -> &TaskManager {
+        &self.manager
+    }
+
+    fn task_only(&self, tool: &str) -> bool {
+        self.settings.task_only.iter().any(|t| t == tool)
+    }
+
+    fn options(&self) -> TaskOptions {
+        let ttl = u64::try_from(self.settings.ttl.as_millis()).unwrap_or(u64::MAX);
+        TaskOptions::new()
+            .with_ttl_ms(ttl)
+            .with_poll_interval_ms(POLL_INTERVAL_MS)
+    }
+}
+
+/// How a call that may become a task went in its first moment.
+pub(super) enum Begun {
+    /// It is a task now; this answers the `tools/call`.
+    Task(CallToolResponse),
+    /// It ended (or stopped for a person) in time, or runs as usual.
+    Ended(Box<CallResult>),
+    /// Not a task: run it as usual.
+    Usual,
+}
+
+impl Server {
+    /// Whether `tool` may only run as a task, and if so, whether the client
+    /// that sent `cx` can have one.
+    pub(super) fn refuse_untasked(
+        &self,
+        tool: &str,
+        cx: &RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        if self.tasks.task_only(tool) && !declared_tasks(cx) {
+            return Err(McpError::missing_required_client_capability(
+                ClientCapabilities::builder().enable_tasks().build(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Starts `request` for a client that may get a task: waits for it up
+    /// to `[mcp] task_after_ms`, then hands it over to a task.
+    pub(super) async fn begin(
+        &self,
+        request: CallRequest,
+        cx: &RequestContext<RoleServer>,
+    ) -> Result<Begun, McpError> {
+        let task_only = self.tasks.task_only(&request.tool);
+        if !declared_tasks(cx) {
+            return Ok(Begun::Usual);
+        }
+        if self.tasks.manager.running_task_count() >= self.tasks.settings.max_running {
+            if task_only {
+                return Err(McpError::internal_error(
+                    format!(
+                        "toolwarden: {} tasks are running, the most this host allows \
+                         ([mcp] max_tasks); nothing ran. hint: wait for one to finish, or \
+                         cancel one with tasks/cancel",
+                        self.tasks.settings.max_running
+                    ),
+                    None,
+                ));
+            }
+            return Ok(Begun::Usual);
+        }
+        let cancel = request.cancel.clone();
+        let mut first = StopOnDrop::new(self.spawn_call(request.clone()), cancel.clone());
+        let ended = tokio::select! {
+            ended = first.join() => Some(ended),
+            () = tokio::time::sleep(self.tasks.settings.after) => None,
+            () = cx.ct.cancelled() => {
+                cancel.cancel();
+                Some(first.join().await)
+            }
+        };
+        let ended = ended.map(|r| self.joined(r, &request));
+        match ended {
+            Some(result) if !task_only || stops_for_a_person(&result) => {
+                Ok(Begun::Ended(Box::new(result)))
+            }
+            Some(result) => {
+                let task = self.tasks.manager.spawn(self.tasks.options(), |_| {
+                    Box::pin(std::future::ready(settle(result)))
+                });
+                Ok(Begun::Task(CreateTaskResult::new(task).into()))
+            }
+            None => {
+                let server = self.clone();
+                let mut request = request;
+                // Its progress went to the `tools/call` now answered.
+                request.progress = None;
+                let task = self.tasks.manager.spawn(self.tasks.options(), move |cx| {
+                    Box::pin(async move { server.drive(request, first, cx).await })
+                });
+                Ok(Begun::Task(CreateTaskResult::new(task).into()))
+            }
+        }
+    }
+
+    /// A task's life: waits for the run under way, asks the person through
+    /// the task when a run stops for them, runs the call again with the
+    /// answer, until one run ends otherwise. Bounded like the other edges'
+    /// loops: a run may stop for an approval and for each question once.
+    async fn drive(
+        &self,
+        mut request: CallRequest,
+        mut running: StopOnDrop,
+        task: TaskContext,
+    ) -> Result<CallToolResult, TaskExit> {
+        for round in 0..2 * MAX_QUESTIONS {
+            let result = tokio::select! {
+                result = running.join() => self.joined(result, &request),
+                () = task.cancelled() => {
+                    running.stop();
+                    let _ = running.join().await;
+                    return Err(TaskExit::Cancelled);
+                }
+            };
+            match result.code() {
+                Some(ErrorCode::ApprovalRequired) => {
+                    let Some(id) = result.approval_id.clone() else {
+                        return settle(result);
+                    };
+                    let Some(form) = self.approval_question(&id) else {
+                        return settle(result);
+                    };
+                    let reply = task
+                        .request_input(
+                            format!("approval-{id}"),
+                            InputRequest::Elicitation(ElicitRequest::new(form)),
+                        )
+                        .await?;
+                    let decision = match serde_json::from_value::<ElicitResult>(reply) {
+                        Ok(answer) => input::decision(&answer.action, answer.content.as_ref()),
+                        Err(_) => crate::approval::ApprovalDecision::Deny,
+                    };
+                    self.record_answer(&id, decision);
+                    request.approval = Some(id);
+                }
+                Some(ErrorCode::InputRequired) => {
+                    let Some(question) = result.question.as_ref() else {
+                        return settle(result);
+                    };
+                    let Some(form) = input::question_form(question) else {
+                        return settle(result);
+                    };
+                    let reply = task
+                        .request_input(
+                            // A fresh key each time: an answer that did
+                            // not fit the form is asked for again.
+                            format!("question-{}-{round}", question.key),
+                            InputRequest::Elicitation(ElicitRequest::new(form)),
+                        )
+                        .await?;
+                    let answer = serde_json::from_value::<ElicitResult>(reply)
+                        .map_or(crate::question::Answer::Cancelled, input::answer);
+                    request.answers.insert(question.key.clone(), answer);
+                    // The run that asked used up its approval, if any.
+                    request.approval = None;
+                }
+                _ => return settle(result),
+            }
+            request.call_id = CallId::new();
+            running = StopOnDrop::new(self.spawn_call(request.clone()), request.cancel.clone());
+        }
+        Err(TaskExit::Error(McpError::internal_error(
+            "toolwarden: the call stopped for a person more often than a call may; nothing more \
+             runs",
+            None,
+        )))
+    }
+}
+
+/// Whether the client that sent `cx` declared the tasks extension (at
+/// `initialize`, or in this request's `_meta`).
+fn declared_tasks(cx: &RequestContext<RoleServer>) -> bool {
+    cx.client_capabilities()
+        .is_some_and(|caps| caps.supports_tasks())
+}
+
+fn stops_for_a_person(result: &CallResult) -> bool {
+    matches!(
+        result.code(),
+        Some(ErrorCode::ApprovalRequired | ErrorCode::InputRequired)
+    )
+}
+
+/// A finished run as its task ends: `completed` with the tool's result
+/// (its own errors and the host's refusals included, `isError` as ever),
+/// `cancelled` when it was stopped, `failed` when the plugin crashed or the
+/// host failed (SEP-2663 keeps `failed` for errors outside the tool's
+/// answer).
+fn settle(result: CallResult) -> Result<CallToolResult, TaskExit> {
+    match result.code() {
+        Some(ErrorCode::Cancelled) => Err(TaskExit::Cancelled),
+        Some(code @ (ErrorCode::ToolCrashed | ErrorCode::HostError)) => {
+            let message = result
+                .error
+                .as_ref()
+                .map_or_else(String::new, |e| e.message.clone());
+            Err(TaskExit::Error(McpError::internal_error(
+                format!("{}: {message}", code.as_str()),
+                Some(serde_json::json!({
+                    "code": code.as_str(),
+                    "call_id": result.call_id,
+                })),
+            )))
+        }
+        _ => Ok(convert::result(result)),
+    }
+}
+
+/// A run on the calls' runtime, stopped if whoever waits for it goes away
+/// (a task's TTL running out aborts the task's future).
+pub(super) struct StopOnDrop {
+    run: JoinHandle<CallResult>,
+    cancel: Option<CancelToken>,
+}
+
+impl StopOnDrop {
+    fn new(run: JoinHandle<CallResult>, cancel: CancelToken) -> StopOnDrop {
+        StopOnDrop {
+            run,
+            cancel: Some(cancel),
+        }
+    }
+
+    fn stop(&self) {
+        if let Some(cancel) = &self.cancel {
+            cancel.cancel();
+        }
+    }
+
+    /// The run's result, once it has ended (cancel-safe).
+    async fn join(&mut self) -> Result<CallResult, tokio::task::JoinError> {
+        let result = (&mut self.run).await;
+        self.cancel = None;
+        result
+    }
+}
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -1,0 +1,224 @@
+"""Long calls as tasks (the `io.modelcontextprotocol/tasks` extension,
+SEP-2663) over `serve --http`, spoken raw at 2026-07-28: a call still running
+after `[mcp] task_after_ms` becomes a task; a task stops for a person (an
+approval, a tool's question) through `tasks/get` and `tasks/update`, obeys the
+host's limits, is stopped by `tasks/cancel` and by its TTL, and every run is
+governed and audited like any other call. The official suite's scenarios run in
+test_conformance.py; these check what it cannot see."""
+
+import json
+import shutil
+import time
+import urllib.request
+
+import pytest
+
+from conftest import WASM, Host, http_serve
+
+TASKS = "io.modelcontextprotocol/tasks"
+
+POLICY = """
+[limits]
+timeout_ms = {timeout_ms}
+
+[[rule]]
+tools = ["slow_compute", "greet"]
+decision = "allow"
+reason = "harmless"
+
+[[rule]]
+tools = ["confirm_delete"]
+decision = "ask"
+reason = "deleting needs a person"
+
+[mcp]
+task_ttl_seconds = {ttl}
+task_only = ["greet"]
+"""
+
+
+class Tasks:
+    def __init__(self, url: str, host: Host):
+        self.url, self.host, self.ids = url, host, 0
+
+    def rpc(self, method: str, params: dict, *, tasks: bool = True, name: str | None = None) -> dict:
+        """One 2026-07-28 request on a connection of its own; its JSON-RPC answer."""
+        self.ids += 1
+        caps = {"elicitation": {}, **({"extensions": {TASKS: {}}} if tasks else {})}
+        params = {**params, "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                                      "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+                                      "io.modelcontextprotocol/clientCapabilities": caps}}
+        body = json.dumps({"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params}).encode()
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                   "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
+        key = name or params.get("name") or params.get("taskId")
+        if key:
+            headers["Mcp-Name"] = key
+        request = urllib.request.Request(self.url, data=body, method="POST", headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                text = response.read().decode()
+        except urllib.error.HTTPError as e:
+            text = e.read().decode()
+        for line in text.splitlines():
+            if line.startswith("data:") and line[5:].strip():
+                message = json.loads(line[5:])
+                if message.get("id") == self.ids:
+                    return message
+        return json.loads(text)
+
+    def call(self, name: str, arguments: dict, tasks: bool = True, **params) -> dict:
+        return self.rpc("tools/call", {"name": name, "arguments": arguments, **params}, tasks=tasks)
+
+    def get(self, task_id: str) -> dict:
+        return self.rpc("tasks/get", {"taskId": task_id})["result"]
+
+    def until(self, task_id: str, *statuses: str, within: float = 20) -> dict:
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            task = self.get(task_id)
+            if task["status"] in statuses:
+                return task
+            time.sleep(0.1)
+        raise AssertionError(f"task {task_id} never reached {statuses}: {task}")
+
+    def outcomes(self, tool: str) -> list:
+        return [r["data"] for r in self.host.audit(tool) if r["kind"] == "outcome"]
+
+
+@pytest.fixture
+def tasks(tmp_path, request):
+    timeout_ms, ttl = getattr(request, "param", (30000, 3600))
+    host = Host(tmp_path)
+    shutil.copy(WASM / "conformance.wasm", host.plugins)
+    (host.workspace / "toolwarden.toml").write_text(POLICY.format(timeout_ms=timeout_ms, ttl=ttl))
+    with http_serve(host.env()) as (_, url):
+        yield Tasks(url, host)
+
+
+def accept(content: dict) -> dict:
+    return {"action": "accept", "content": content}
+
+
+def test_a_quick_call_is_answered_at_once_and_a_long_one_becomes_a_task(tasks):
+    # The plugin's first call may wait for its code to be compiled.
+    tasks.call("slow_compute", {"seconds": 0}, tasks=False)
+    quick = tasks.call("slow_compute", {"seconds": 0, "label": "quick"})["result"]
+    assert quick["resultType"] == "complete" and "taskId" not in quick
+    created = tasks.call("slow_compute", {"seconds": 1, "label": "long"})["result"]
+    assert created["resultType"] == "task" and created["status"] == "working"
+    assert created["ttlMs"] == 3600 * 1000
+    done = tasks.until(created["taskId"], "completed")
+    assert done["result"]["content"][0]["text"] == "computed long in 1s"
+    assert done["result"]["_meta"]["toolwarden"]["status"] == "ok"
+    assert [o.get("code") for o in tasks.outcomes("slow_compute")] == [None, None, None]
+
+
+def test_without_the_extension_there_are_no_tasks(tasks):
+    plain = tasks.call("slow_compute", {"seconds": 1}, tasks=False)["result"]
+    assert "taskId" not in plain and plain["content"][0]["text"] == "computed a result in 1s"
+    refused = tasks.call("greet", {"name": "x"}, tasks=False)["error"]
+    assert refused["code"] == -32021, refused
+    assert TASKS in refused["data"]["requiredCapabilities"]["extensions"]
+    assert tasks.rpc("tasks/get", {"taskId": "x"}, tasks=False)["error"]["code"] == -32021
+    assert tasks.outcomes("greet") == [], "a refused task-only call ran"
+    # A task-only tool runs as a task even when it is quick.
+    created = tasks.call("greet", {"name": "Ada"})["result"]
+    assert created["resultType"] == "task"
+    assert tasks.until(created["taskId"], "completed")["result"]["content"][0]["text"] == "Hello, Ada!"
+
+
+def test_unknown_and_guessed_task_ids_are_refused(tasks):
+    for task_id in ["nope", "00000000-0000-4000-8000-000000000000"]:
+        for method, extra in [("tasks/get", {}), ("tasks/cancel", {}), ("tasks/update", {"inputResponses": {}})]:
+            error = tasks.rpc(method, {"taskId": task_id, **extra})["error"]
+            assert error["code"] == -32602, (method, error)
+
+
+def test_cancel_stops_the_running_call(tasks):
+    created = tasks.call("slow_compute", {"seconds": 60})["result"]
+    ack = tasks.rpc("tasks/cancel", {"taskId": created["taskId"]})["result"]
+    assert ack == {"resultType": "complete"}
+    started = time.monotonic()
+    assert tasks.until(created["taskId"], "cancelled", "completed", "failed")["status"] == "cancelled"
+    assert time.monotonic() - started < 10
+    [outcome] = tasks.outcomes("slow_compute")
+    assert outcome.get("code") == "CANCELLED", "the sandbox went on after the task was cancelled"
+
+
+@pytest.mark.parametrize("tasks", [(1500, 3600)], indirect=True)
+def test_a_task_obeys_the_hosts_limits(tasks):
+    created = tasks.call("slow_compute", {"seconds": 20})["result"]
+    done = tasks.until(created["taskId"], "completed", "failed", within=15)
+    assert done["status"] == "completed" and done["result"]["isError"] is True
+    assert done["result"]["_meta"]["toolwarden"]["code"] == "TIMEOUT"
+
+
+@pytest.mark.parametrize("tasks", [(30000, 1)], indirect=True)
+def test_a_task_past_its_ttl_fails_and_its_call_stops(tasks):
+    created = tasks.call("slow_compute", {"seconds": 30})["result"]
+    assert created["ttlMs"] == 1000
+    time.sleep(1.5)
+    expired = tasks.get(created["taskId"])
+    assert expired["status"] == "failed" and "expired" in expired["error"]["message"]
+    deadline = time.monotonic() + 10
+    while not tasks.outcomes("slow_compute") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    [outcome] = tasks.outcomes("slow_compute")
+    assert outcome.get("code") == "CANCELLED"
+
+
+def approve_next(tasks, task_id):
+    """Approves the approval the task waits for, which names the call."""
+    waiting = tasks.until(task_id, "input_required")
+    [approval] = waiting["inputRequests"]
+    assert approval.startswith("approval-") and "confirm_delete" in json.dumps(waiting["inputRequests"])
+    tasks.rpc("tasks/update", {"taskId": task_id, "inputResponses": {approval: accept({"approve": True})}})
+
+
+def test_a_task_asks_for_answers_and_approvals_through_tasks_update(tasks):
+    args = {"filename": "plan.txt"}
+    # The policy asks first: quick, so handed back as input_required.
+    first = tasks.call("confirm_delete", args)["result"]
+    assert first["resultType"] == "input_required" and "taskId" not in first
+    [key] = first["inputRequests"]
+    created = tasks.call("confirm_delete", args, inputResponses={key: accept({"approve": True})},
+                         requestState=first["requestState"])["result"]
+    # Approved, it works a moment, then becomes a task that asks its question.
+    assert created["resultType"] == "task", created
+    task_id = created["taskId"]
+    parked = tasks.until(task_id, "input_required")
+    [question] = parked["inputRequests"]
+    assert "Delete plan.txt?" in json.dumps(parked["inputRequests"][question])
+    # An answer that does not fit the form never reaches the tool: the call
+    # runs again (its approval went to the run that asked, so the policy asks
+    # again) and asks again, under a new key.
+    assert tasks.rpc("tasks/update", {"taskId": task_id, "inputResponses": {
+        question: accept({"confirm": "yes"})}})["result"] == {"resultType": "complete"}
+    approve_next(tasks, task_id)
+    [retry] = tasks.until(task_id, "input_required")["inputRequests"]
+    assert retry != question and retry.startswith("question-confirm"), retry
+    tasks.rpc("tasks/update", {"taskId": task_id, "inputResponses": {retry: accept({"confirm": True})}})
+    approve_next(tasks, task_id)
+    done = tasks.until(task_id, "completed")
+    assert done["result"]["content"][0]["text"] == "plan.txt deleted", done
+    kinds = [r["kind"] for r in tasks.host.audit("confirm_delete")]
+    assert kinds.count("approval_consumed") == 3
+    codes = [o.get("code") for o in tasks.outcomes("confirm_delete")]
+    assert codes[-1] is None and codes.count(None) == 1, codes
+
+
+def test_a_declined_approval_in_a_task_runs_nothing(tasks):
+    args = {"filename": "keep.txt"}
+    first = tasks.call("confirm_delete", args)["result"]
+    [key] = first["inputRequests"]
+    created = tasks.call("confirm_delete", args, inputResponses={key: accept({"approve": True})},
+                         requestState=first["requestState"])["result"]
+    task_id = created["taskId"]
+    [question] = tasks.until(task_id, "input_required")["inputRequests"]
+    tasks.rpc("tasks/update", {"taskId": task_id, "inputResponses": {question: accept({"confirm": True})}})
+    [approval] = tasks.until(task_id, "input_required")["inputRequests"]
+    tasks.rpc("tasks/update", {"taskId": task_id, "inputResponses": {approval: {"action": "decline"}}})
+    done = tasks.until(task_id, "completed", "failed")
+    assert done["status"] == "completed" and done["result"]["isError"] is True
+    assert done["result"]["_meta"]["toolwarden"]["code"] == "APPROVAL_DENIED"
