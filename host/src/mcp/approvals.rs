@@ -113,13 +113,12 @@ impl Server {
             );
             return Err(Box::new(self.host.refuse(request.clone(), error)));
         }
-        let answer = params
+        let decision = params
             .input_responses
             .as_ref()
             .and_then(|r| r.get(input::APPROVAL_INPUT))
-            .and_then(|v| serde_json::from_value::<rmcp::model::ElicitResult>(v.clone()).ok());
-        if let Some(answer) = &answer {
-            let decision = input::decision(&answer.action, answer.content.as_ref());
+            .and_then(input::reply_decision);
+        if let Some(decision) = decision {
             self.record_answer(&approval_id, decision);
         }
         request.session = session;

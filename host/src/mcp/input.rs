@@ -15,6 +15,7 @@ use crate::approval::ApprovalDecision;
 use crate::call::SessionId;
 use crate::question::{Answer, Answers};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
+use serde::Deserialize;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -77,11 +78,25 @@ pub fn answers(responses: &rmcp::model::InputResponses) -> Result<Answers, Strin
     responses
         .iter()
         .map(|(key, response)| {
-            let result = serde_json::from_value::<ElicitResult>(response.clone())
+            let answer = reply_answer(response)
                 .map_err(|e| format!("inputResponses.{key} is not an elicitation result: {e}"))?;
-            Ok((key.clone(), answer(result)))
+            Ok((key.clone(), answer))
         })
         .collect()
+}
+
+/// A reply as the client sent it (in `inputResponses` or `tasks/update`)
+/// as the answer to a tool's question; an error if it is not an
+/// elicitation result.
+pub fn reply_answer(reply: &serde_json::Value) -> Result<Answer, serde_json::Error> {
+    ElicitResult::deserialize(reply).map(answer)
+}
+
+/// What a reply as the client sent it decides on an approval; `None` if it
+/// is not an elicitation result.
+pub fn reply_decision(reply: &serde_json::Value) -> Option<ApprovalDecision> {
+    let result = ElicitResult::deserialize(reply).ok()?;
+    Some(decision(&result.action, result.content.as_ref()))
 }
 
 /// A person's elicitation result as the answer to a tool's question.

@@ -261,9 +261,15 @@ impl ServerHandler for Server {
         }
         let (progress, forwarder) = progress_forwarder(&cx).unzip();
         request.progress = progress;
-        // Boxed like the elicitation below: the wait for a task is rare
-        // (clients that declared the extension) and its future large.
-        let mut result = match Box::pin(self.begin(request.clone(), &cx)).await? {
+        // Boxed like the elicitation below, and only for clients that
+        // declared the extension: the wait for a task is rare and its
+        // future large, and every other call skips the allocation.
+        let begun = if tasks::declared_tasks(&cx) {
+            Box::pin(self.begin(request.clone(), &cx)).await?
+        } else {
+            tasks::Begun::Usual
+        };
+        let mut result = match begun {
             // The call goes on in its task; its progress forwarder, if any,
             // ends with it.
             tasks::Begun::Task(created) => return Ok(created),

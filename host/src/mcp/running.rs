@@ -4,7 +4,7 @@
 //! in order before its answer.
 
 use super::Server;
-use crate::call::{CallRequest, Progress, ProgressSink};
+use crate::call::{CallRequest, CancelToken, Progress, ProgressSink};
 use crate::outcome::{CallResult, ErrorCode};
 use rmcp::RoleServer;
 use rmcp::model::ProgressNotificationParam;
@@ -12,6 +12,7 @@ use rmcp::service::RequestContext;
 use std::future::Future;
 use std::sync::Arc;
 use std::task::Poll;
+use tokio::task::JoinHandle;
 
 impl Server {
     /// Runs the call: here, if it finishes in its first poll (most do: the
@@ -24,32 +25,20 @@ impl Server {
         request: CallRequest,
         cx: &RequestContext<RoleServer>,
     ) -> CallResult {
-        /// Cancels the call unless disarmed once the call has ended (the
-        /// token is shared with retries of the same request).
-        struct CancelOnDrop(Option<crate::call::CancelToken>);
-        impl Drop for CancelOnDrop {
-            fn drop(&mut self) {
-                if let Some(token) = self.0.take() {
-                    token.cancel();
-                }
-            }
-        }
         let cancel = request.cancel.clone();
         let (tool, call_id) = (request.tool.clone(), request.call_id.clone());
         let host = Arc::clone(&self.host);
         let mut call = match self.start(async move { host.handle(request).await }) {
             Started::Finished(result) => return result,
-            Started::Elsewhere(task) => task,
+            Started::Elsewhere(task) => StopOnDrop::new(task, cancel),
         };
-        let mut stop_if_abandoned = CancelOnDrop(Some(cancel.clone()));
         let finished = tokio::select! {
-            result = &mut call => result,
+            result = call.join() => result,
             _ = cx.ct.cancelled() => {
-                cancel.cancel();
-                call.await
+                call.stop();
+                call.join().await
             }
         };
-        stop_if_abandoned.0 = None;
         finished.unwrap_or_else(|e| self.lost(tool, call_id, &e))
     }
 
@@ -86,7 +75,7 @@ impl Server {
 )]
 enum Started {
     Finished(CallResult),
-    Elsewhere(tokio::task::JoinHandle<CallResult>),
+    Elsewhere(JoinHandle<CallResult>),
 }
 
 impl Server {
@@ -108,7 +97,7 @@ impl Server {
     }
 
     /// Runs `request` from the start on the calls' runtime.
-    pub(super) fn spawn_call(&self, request: CallRequest) -> tokio::task::JoinHandle<CallResult> {
+    pub(super) fn spawn_call(&self, request: CallRequest) -> JoinHandle<CallResult> {
         let host = Arc::clone(&self.host);
         self.elsewhere(async move { host.handle(request).await })
     }
@@ -117,7 +106,7 @@ impl Server {
     fn elsewhere(
         &self,
         call: impl Future<Output = CallResult> + Send + 'static,
-    ) -> tokio::task::JoinHandle<CallResult> {
+    ) -> JoinHandle<CallResult> {
         let waiting = self.waiting.clone();
         self.calls.spawn(async move {
             let result = call.await;
@@ -126,6 +115,42 @@ impl Server {
             }
             result
         })
+    }
+}
+
+/// A run on the calls' runtime, stopped if whoever waits for it goes away
+/// (the transport drops a request's future; a task's TTL running out aborts
+/// the task's). The token is shared with reruns of the same request.
+pub(super) struct StopOnDrop {
+    run: JoinHandle<CallResult>,
+    cancel: Option<CancelToken>,
+}
+
+impl StopOnDrop {
+    pub(super) fn new(run: JoinHandle<CallResult>, cancel: CancelToken) -> StopOnDrop {
+        StopOnDrop {
+            run,
+            cancel: Some(cancel),
+        }
+    }
+
+    pub(super) fn stop(&self) {
+        if let Some(cancel) = &self.cancel {
+            cancel.cancel();
+        }
+    }
+
+    /// The run's result, once it has ended (cancel-safe).
+    pub(super) async fn join(&mut self) -> Result<CallResult, tokio::task::JoinError> {
+        let result = (&mut self.run).await;
+        self.cancel = None;
+        result
+    }
+}
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 

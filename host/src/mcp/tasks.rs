@@ -21,20 +21,20 @@
 //! the client that started it. This module never decides whether a call
 //! may run.
 
+use super::running::StopOnDrop;
 use super::{Server, convert, input};
-use crate::call::{CallId, CallRequest, CancelToken};
+use crate::call::{CallId, CallRequest};
 use crate::config::McpTasks;
 use crate::outcome::{CallResult, ErrorCode};
 use crate::question::MAX_QUESTIONS;
 use rmcp::model::{
     CallToolResponse, CallToolResult, ClientCapabilities, CreateTaskResult, ElicitRequest,
-    ElicitResult, InputRequest,
+    InputRequest,
 };
 use rmcp::service::RequestContext;
 use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
 use rmcp::{ErrorData as McpError, RoleServer};
 use std::sync::Arc;
-use tokio::task::JoinHandle;
 
 /// How often a client is told to poll a task.
 const POLL_INTERVAL_MS: u64 = 500;
@@ -76,7 +76,8 @@ pub(super) enum Begun {
     Task(CallToolResponse),
     /// It ended (or stopped for a person) in time, or runs as usual.
     Ended(Box<CallResult>),
-    /// Not a task: run it as usual.
+    /// Not a task (the client has no tasks, or too many run): run it as
+    /// usual.
     Usual,
 }
 
@@ -96,17 +97,15 @@ impl Server {
         Ok(())
     }
 
-    /// Starts `request` for a client that may get a task: waits for it up
-    /// to `[mcp] task_after_ms`, then hands it over to a task.
+    /// Starts `request` for a client that declared the extension (the
+    /// caller checks, see [`declared_tasks`]): waits for it up to
+    /// `[mcp] task_after_ms`, then hands it over to a task.
     pub(super) async fn begin(
         &self,
         request: CallRequest,
         cx: &RequestContext<RoleServer>,
     ) -> Result<Begun, McpError> {
         let task_only = self.tasks.task_only(&request.tool);
-        if !declared_tasks(cx) {
-            return Ok(Begun::Usual);
-        }
         if self.tasks.manager.running_task_count() >= self.tasks.settings.max_running {
             if task_only {
                 return Err(McpError::internal_error(
@@ -188,10 +187,8 @@ impl Server {
                             InputRequest::Elicitation(ElicitRequest::new(form)),
                         )
                         .await?;
-                    let decision = match serde_json::from_value::<ElicitResult>(reply) {
-                        Ok(answer) => input::decision(&answer.action, answer.content.as_ref()),
-                        Err(_) => crate::approval::ApprovalDecision::Deny,
-                    };
+                    let decision = input::reply_decision(&reply)
+                        .unwrap_or(crate::approval::ApprovalDecision::Deny);
                     self.record_answer(&id, decision);
                     request.approval = Some(id);
                 }
@@ -210,8 +207,8 @@ impl Server {
                             InputRequest::Elicitation(ElicitRequest::new(form)),
                         )
                         .await?;
-                    let answer = serde_json::from_value::<ElicitResult>(reply)
-                        .map_or(crate::question::Answer::Cancelled, input::answer);
+                    let answer =
+                        input::reply_answer(&reply).unwrap_or(crate::question::Answer::Cancelled);
                     request.answers.insert(question.key.clone(), answer);
                     // The run that asked used up its approval, if any.
                     request.approval = None;
@@ -231,7 +228,7 @@ impl Server {
 
 /// Whether the client that sent `cx` declared the tasks extension (at
 /// `initialize`, or in this request's `_meta`).
-fn declared_tasks(cx: &RequestContext<RoleServer>) -> bool {
+pub(super) fn declared_tasks(cx: &RequestContext<RoleServer>) -> bool {
     cx.client_capabilities()
         .is_some_and(|caps| caps.supports_tasks())
 }
@@ -265,40 +262,5 @@ fn settle(result: CallResult) -> Result<CallToolResult, TaskExit> {
             )))
         }
         _ => Ok(convert::result(result)),
-    }
-}
-
-/// A run on the calls' runtime, stopped if whoever waits for it goes away
-/// (a task's TTL running out aborts the task's future).
-pub(super) struct StopOnDrop {
-    run: JoinHandle<CallResult>,
-    cancel: Option<CancelToken>,
-}
-
-impl StopOnDrop {
-    fn new(run: JoinHandle<CallResult>, cancel: CancelToken) -> StopOnDrop {
-        StopOnDrop {
-            run,
-            cancel: Some(cancel),
-        }
-    }
-
-    fn stop(&self) {
-        if let Some(cancel) = &self.cancel {
-            cancel.cancel();
-        }
-    }
-
-    /// The run's result, once it has ended (cancel-safe).
-    async fn join(&mut self) -> Result<CallResult, tokio::task::JoinError> {
-        let result = (&mut self.run).await;
-        self.cancel = None;
-        result
-    }
-}
-
-impl Drop for StopOnDrop {
-    fn drop(&mut self) {
-        self.stop();
     }
 }
