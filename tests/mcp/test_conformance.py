@@ -27,7 +27,7 @@ CLI = SUITE / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" 
 POLICY = """
 [[rule]]
 tools = ["test_*", "json_schema_2020_12_tool", "greet", "slow_compute", "failing_job",
-         "protocol_error_job", "confirm_delete", "multi_input"]
+         "protocol_error_job", "confirm_delete", "multi_input", "route_query"]
 decision = "allow"
 reason = "the conformance suite's scenario tools return fixed results"
 

@@ -12,7 +12,7 @@
 use super::refs::check_ref_chains;
 use super::{Format, Schema, SchemaError};
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Keywords the validator enforces.
 pub const VALIDATION_KEYWORDS: &[&str] = &[
@@ -71,6 +71,12 @@ pub const ANNOTATION_KEYWORDS: &[&str] = &[
     "readOnly",
     "writeOnly",
 ];
+
+/// SEP-2243: mirrors a property's value into an `Mcp-Param-{name}` HTTP
+/// header, which the HTTP transport checks against the argument. An
+/// annotation to validation, with rules of its own (see
+/// `Scan::header_annotation`).
+pub const HEADER_ANNOTATION: &str = "x-mcp-header";
 
 /// `format` values the host understands. `path` marks a workspace-relative
 /// path (the path guard checks it), `uri` an absolute URL (validated, and
@@ -237,6 +243,9 @@ struct Scan {
     anchors: HashMap<String, String>,
     /// `(pointer of the $ref keyword, its text)`.
     refs: Vec<(String, String)>,
+    /// `x-mcp-header` names seen so far, lower-cased (they are HTTP header
+    /// names, so `Region` and `region` collide).
+    headers: HashSet<String>,
 }
 
 fn type_name_known(name: &Value) -> bool {
@@ -366,6 +375,7 @@ impl Scan {
                         ));
                     }
                 }
+                HEADER_ANNOTATION => self.header_annotation(obj, val, ptr, &here)?,
                 "$schema" if !ptr.is_empty() => {
                     return Err(err(
                         &here,
@@ -390,6 +400,70 @@ impl Scan {
         }
         Ok(())
     }
+}
+
+impl Scan {
+    /// SEP-2243's rules for `x-mcp-header`, checked at load like every other
+    /// keyword: a client drops a tool whose annotation breaks them, and the
+    /// HTTP transport compares each named header with its argument, so a
+    /// malformed one would make the tool uncallable or the check vacuous.
+    fn header_annotation(
+        &mut self,
+        schema: &serde_json::Map<String, Value>,
+        header: &Value,
+        ptr: &str,
+        here: &str,
+    ) -> Result<(), SchemaError> {
+        if !is_property_chain(ptr) {
+            return Err(err(
+                here,
+                HEADER_ANNOTATION,
+                "may only annotate a property reached from the root through `properties` alone",
+            ));
+        }
+        let name = header
+            .as_str()
+            .filter(|h| !h.is_empty() && h.chars().all(is_token_char))
+            .ok_or_else(|| {
+                err(
+                    here,
+                    HEADER_ANNOTATION,
+                    "must be a non-empty HTTP header name token (letters, digits and                      !#$%&'*+-.^_`|~; no spaces, colons or non-ASCII)",
+                )
+            })?;
+        if !matches!(
+            schema.get("type").and_then(Value::as_str),
+            Some("string" | "integer" | "boolean")
+        ) {
+            return Err(err(
+                here,
+                HEADER_ANNOTATION,
+                "may only annotate a property of type string, integer or boolean",
+            ));
+        }
+        if !self.headers.insert(name.to_ascii_lowercase()) {
+            return Err(err(
+                here,
+                HEADER_ANNOTATION,
+                format!("the header `{name}` is named twice (header names ignore case)"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Whether the schema at `ptr` is a property of the root, or of a property
+/// of it, and so on: `/properties/a/properties/b`.
+fn is_property_chain(ptr: &str) -> bool {
+    let segments: Vec<&str> = ptr.split('/').skip(1).collect();
+    !segments.is_empty()
+        && segments.len().is_multiple_of(2)
+        && segments.iter().step_by(2).all(|s| *s == "properties")
+}
+
+/// RFC 9110 `tchar`.
+fn is_token_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)
 }
 
 fn is_anchor_name(name: &str) -> bool {

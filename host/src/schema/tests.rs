@@ -398,3 +398,91 @@ fn a_long_ref_chain_is_refused_at_compile_time_without_recursion() {
     let ok = json!({ "type": "object", "properties": { "x": { "$ref": "#/$defs/d0" } }, "$defs": short });
     assert!(Schema::compile(&ok).is_ok());
 }
+
+#[test]
+fn header_annotations_follow_sep_2243_or_the_schema_is_refused() {
+    let ok = json!({"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"},
+        "priority": {"type": "integer", "x-mcp-header": "Priority"},
+        "nested": {"type": "object", "properties": {
+            "flag": {"type": "boolean", "x-mcp-header": "X-Flag_1.v~"}
+        }}
+    }});
+    schema(ok);
+    let bad = [
+        (
+            json!({"type": "object", "x-mcp-header": "Root"}),
+            "/x-mcp-header",
+            "property",
+        ),
+        (
+            json!({"properties": {"a": {"type": "string", "x-mcp-header": ""}}}),
+            "/properties/a/x-mcp-header",
+            "token",
+        ),
+        (
+            json!({"properties": {"a": {"type": "string", "x-mcp-header": "My Region"}}}),
+            "/properties/a/x-mcp-header",
+            "token",
+        ),
+        (
+            json!({"properties": {"a": {"type": "string", "x-mcp-header": "Region:Primary"}}}),
+            "/properties/a/x-mcp-header",
+            "token",
+        ),
+        (
+            json!({"properties": {"a": {"type": "string", "x-mcp-header": "Région"}}}),
+            "/properties/a/x-mcp-header",
+            "token",
+        ),
+        (
+            json!({"properties": {"a": {"type": "string", "x-mcp-header": 7}}}),
+            "/properties/a/x-mcp-header",
+            "token",
+        ),
+        (
+            json!({"properties": {"a": {"type": "number", "x-mcp-header": "Score"}}}),
+            "/properties/a/x-mcp-header",
+            "string, integer or boolean",
+        ),
+        (
+            json!({"properties": {"a": {"type": "object", "x-mcp-header": "Data"}}}),
+            "/properties/a/x-mcp-header",
+            "string, integer or boolean",
+        ),
+        (
+            json!({"properties": {"a": {"x-mcp-header": "Untyped"}}}),
+            "/properties/a/x-mcp-header",
+            "string, integer or boolean",
+        ),
+        (
+            json!({"properties": {
+                "a": {"type": "string", "x-mcp-header": "MyField"},
+                "b": {"type": "string", "x-mcp-header": "myfield"}
+            }}),
+            "/properties/b/x-mcp-header",
+            "named twice",
+        ),
+        (
+            json!({"$defs": {"d": {"type": "string", "x-mcp-header": "Hidden"}}}),
+            "/$defs/d/x-mcp-header",
+            "property",
+        ),
+        (
+            json!({"properties": {"a": {"anyOf": [{"type": "string", "x-mcp-header": "Branch"}]}}}),
+            "/properties/a/anyOf/0/x-mcp-header",
+            "property",
+        ),
+        (
+            json!({"properties": {"a": {"type": "array", "items": {"type": "string", "x-mcp-header": "Item"}}}}),
+            "/properties/a/items/x-mcp-header",
+            "property",
+        ),
+    ];
+    for (doc, pointer, says) in bad {
+        let e = refused(doc.clone());
+        assert_eq!(e.keyword, "x-mcp-header", "{doc}: {e}");
+        assert_eq!(e.pointer, pointer, "{doc}: {e}");
+        assert!(e.message.contains(says), "{doc}: {e}");
+    }
+}
