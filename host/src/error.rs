@@ -334,7 +334,7 @@ mod tests {
                 path: path(),
                 source: crate::store::StoreError {
                     path: path(),
-                    source: rusqlite::Error::QueryReturnedNoRows,
+                    source: rusqlite::Error::QueryReturnedNoRows.into(),
                 },
             },
             Error::Audit(crate::audit::AuditError("m".into())),

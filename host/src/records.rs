@@ -21,12 +21,17 @@ pub struct Records {
 impl Records {
     /// Opens (or creates) the database in the config's state directory.
     pub fn open(config: &Config) -> Result<Records, Error> {
-        let store = Arc::new(
-            Store::open(&config.state_dir).map_err(|source| Error::State {
-                path: source.path.clone(),
-                source,
-            })?,
-        );
+        let state = |source: StoreError| Error::State {
+            path: source.path.clone(),
+            source,
+        };
+        let shared = config
+            .shared_store
+            .as_ref()
+            .map(Store::connect_shared)
+            .transpose()
+            .map_err(state)?;
+        let store = Arc::new(Store::open(&config.state_dir, shared).map_err(state)?);
         Ok(Records {
             approvals: Approvals::new(
                 Arc::clone(&store),

@@ -444,7 +444,9 @@ impl Audit {
         events: Vec<Event>,
         execution: Option<ExecutionRow>,
     ) -> Result<(), AuditError> {
-        let wait = self.durability == Durability::Sync;
+        // While the log cannot be written, every call waits for its commit
+        // (and so does not run), whatever the durability.
+        let wait = self.durability == Durability::Sync || !self.writer.is_healthy();
         self.append(subject, events, execution, wait)
     }
 

@@ -9,6 +9,12 @@
 //! commit follows within one batch. Dropping the writer commits what is
 //! queued before it returns, so an orderly exit loses nothing.
 //!
+//! A commit that fails (the disk is full, the shared database is gone)
+//! keeps its records for the next one, and until a commit succeeds again
+//! every call waits for its own, as with `Sync`: while the log cannot be
+//! written, nothing runs (the call is refused), and once it can, the kept
+//! records go first, so the chain misses none of the calls that ran.
+//!
 //! The queue is bounded ([`MAX_QUEUED`]): callers that outrun the writer
 //! wait for room instead of growing the host's memory without limit. The
 //! thread runs at a lower priority than the calls ([`NICENESS`]): its work is
@@ -22,6 +28,7 @@ use crate::audit::Redactor;
 use crate::store::{ExecutionRow, NewAuditRow, Store, now_ms};
 use std::borrow::Cow;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -34,6 +41,9 @@ const MAX_BATCH: usize = 4096;
 const MAX_QUEUED: usize = 4 * MAX_BATCH;
 /// The writer thread's nice value (Linux: per thread).
 const NICENESS: i32 = 10;
+/// Records kept from failed commits at most; past it the oldest are
+/// dropped (and said so), so an outage cannot grow the host without end.
+const MAX_KEPT: usize = 65_536;
 /// With `Batched`, how long the writer lets a batch fill before committing:
 /// one commit then serves every call of that window, not one each.
 const BATCH_WINDOW: Duration = Duration::from_millis(2);
@@ -67,6 +77,8 @@ struct Job {
 pub(super) struct Writer {
     sender: Option<SyncSender<Job>>,
     thread: Option<JoinHandle<()>>,
+    /// Whether the last commit succeeded.
+    healthy: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Writer {
@@ -92,18 +104,27 @@ impl Writer {
                 BATCH_WINDOW
             }
         };
+        let healthy = Arc::new(AtomicBool::new(true));
+        let health = Arc::clone(&healthy);
         let thread = std::thread::Builder::new()
             .name("toolwarden-audit".into())
             .spawn(move || {
                 if let Err(e) = rustix::process::setpriority_process(None, NICENESS) {
                     tracing::debug!("the audit writer keeps the calls' priority: {e}");
                 }
-                write_batches(&store, &redactor, &receiver, window);
+                write_batches(&store, &redactor, &receiver, window, &health);
             })?;
         Ok(Writer {
             sender: Some(sender),
             thread: Some(thread),
+            healthy,
         })
+    }
+
+    /// Whether the last commit succeeded: if not, callers should wait for
+    /// theirs (see the module's docs).
+    pub fn is_healthy(&self) -> bool {
+        self.healthy.load(Ordering::Relaxed)
     }
 
     /// Queues the records; with `wait`, returns once they are committed.
@@ -200,7 +221,16 @@ fn rows_of(job: &mut Job, redactor: &Redactor) -> Vec<NewAuditRow> {
         .collect()
 }
 
-fn write_batches(store: &Store, redactor: &Redactor, receiver: &Receiver<Job>, window: Duration) {
+fn write_batches(
+    store: &Store,
+    redactor: &Redactor,
+    receiver: &Receiver<Job>,
+    window: Duration,
+    healthy: &AtomicBool,
+) {
+    // Records of failed commits, kept for the next one.
+    let mut kept: Vec<NewAuditRow> = Vec::new();
+    let mut kept_executions: Vec<ExecutionRow> = Vec::new();
     // Idle, the thread waits on the channel; busy, it sleeps through the
     // window instead, so that senders find nobody to wake (a wake is a
     // syscall and a context switch per call).
@@ -215,8 +245,8 @@ fn write_batches(store: &Store, redactor: &Redactor, receiver: &Receiver<Job>, w
                 Err(_) => break,
             }
         }
-        let mut rows = Vec::new();
-        let mut executions = Vec::new();
+        let mut rows = std::mem::take(&mut kept);
+        let mut executions = std::mem::take(&mut kept_executions);
         for job in &mut batch {
             rows.extend(rows_of(job, redactor));
             executions.extend(job.execution.take());
@@ -224,17 +254,31 @@ fn write_batches(store: &Store, redactor: &Redactor, receiver: &Receiver<Job>, w
         let result = store
             .append(&rows, &record_hash, &executions)
             .map_err(|e| e.to_string());
+        healthy.store(result.is_ok(), Ordering::Relaxed);
         if let Err(e) = &result {
             tracing::error!(
                 records = rows.len(),
                 executions = executions.len(),
-                "cannot write to the audit log: {e}"
+                "cannot write to the audit log, kept for the next commit: {e}"
             );
+            if rows.len() > MAX_KEPT {
+                let lost = rows.len() - MAX_KEPT;
+                rows.drain(..lost);
+                tracing::error!("{lost} audit records dropped: the log stayed unwritable too long");
+            }
+            kept = rows;
+            kept_executions = executions;
         }
         for job in batch {
             if let Some(done) = job.done {
                 let _ = done.send(result.clone());
             }
         }
+    }
+    if !kept.is_empty() {
+        tracing::error!(
+            "{} audit records could not be written before the host stopped",
+            kept.len()
+        );
     }
 }

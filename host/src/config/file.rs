@@ -38,6 +38,7 @@ use crate::provenance::{PluginsSection, Provenance};
 use crate::sandbox::{Retry, RetrySection};
 use crate::scheduler::SchedulerSection;
 use crate::settings::{SettingError, bounded};
+use crate::store::{SharedSettings, StoreSection};
 use serde::Deserialize;
 use std::path::Path;
 use std::time::Duration;
@@ -72,6 +73,7 @@ struct FileConfig {
     profile: std::collections::BTreeMap<String, Spanned<ProfileSection>>,
     #[serde(default)]
     rule: Vec<Spanned<RuleSection>>,
+    store: Option<Spanned<StoreSection>>,
 }
 
 /// The `[mcp]` table. Config owns it, unlike the steps' tables: the MCP
@@ -164,6 +166,7 @@ pub(super) struct Parsed {
     pub credentials: Credentials,
     pub provenance: Provenance,
     pub profiles: Profiles,
+    pub store: Option<SharedSettings>,
 }
 
 /// A config error that does not yet know the file's name.
@@ -224,7 +227,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         hint: format!(
             "see the config format in the README: `[limits]` takes {}; `[approvals]` {}; \
              `[audit]` {}; `[budget]` {}; `[mcp]` {}; `[scheduler]` {}; `[retry]` {}; `[compose]` {}; `[idempotency]` {}; `[network]` {}; \
-             each `[credential.NAME]` {}; `[plugins]` {}; each `[profile.NAME]` {}; each `[[rule]]` takes {}",
+             each `[credential.NAME]` {}; `[plugins]` {}; each `[profile.NAME]` {}; `[store]` {}; each `[[rule]]` takes {}",
             LimitsSection::KEYS,
             ApprovalsSection::KEYS,
             AuditSection::KEYS,
@@ -238,6 +241,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
             CredentialSection::KEYS,
             PluginsSection::KEYS,
             ProfileSection::KEYS,
+            StoreSection::KEYS,
             RuleSection::KEYS,
         ),
     })?;
@@ -295,6 +299,16 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         PluginsSection::resolve,
         Provenance::default,
     )?;
+    let store = match file.store {
+        None => StoreSection::absent().map_err(|e| FileError::from_setting(None, e))?,
+        Some(table) => {
+            let line = line_of(text, table.span().start);
+            table
+                .into_inner()
+                .resolve()
+                .map_err(|e| FileError::from_setting(Some(line), e))?
+        }
+    };
     let mcp_list_denied = file.mcp.as_ref().is_some_and(|m| m.list_denied);
     let (mcp_sessions, mcp_tasks) = match file.mcp {
         None => Default::default(),
@@ -319,6 +333,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         credentials,
         provenance,
         profiles,
+        store,
     })
 }
 

@@ -126,6 +126,8 @@ pub struct Config {
     pub(crate) provenance: std::sync::Arc<crate::provenance::Provenance>,
     /// Tool sets sessions may declare (`[profile.NAME]`).
     profiles: crate::profile::Profiles,
+    /// The store several hosts share (`[store]`), if any.
+    pub(crate) shared_store: Option<crate::store::SharedSettings>,
 }
 
 impl Config {
@@ -446,6 +448,7 @@ impl ConfigBuilder {
             egress: std::sync::Arc::new(egress),
             provenance: std::sync::Arc::new(parsed.provenance),
             profiles: parsed.profiles,
+            shared_store: parsed.store,
         })
     }
 }

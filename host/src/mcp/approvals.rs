@@ -82,7 +82,7 @@ impl Server {
             approval_id: id,
             session: request.session.clone(),
             tool: request.tool.clone(),
-        });
+        })?;
         let requests = [(
             input::APPROVAL_INPUT.to_owned(),
             InputRequest::Elicitation(ElicitRequest::new(question)),

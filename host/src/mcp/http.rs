@@ -21,6 +21,7 @@ use axum::serve::ListenerExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use sha2::{Digest, Sha256};
+use std::future::IntoFuture;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -143,7 +144,7 @@ pub async fn serve(
     config
         .allowed_hosts
         .extend(options.allowed_hosts.iter().cloned());
-    let states = super::input::RequestStates::default();
+    let states = super::input::RequestStates::for_store(host.records().store());
     let tasks = super::tasks::Tasks::new(host.config().mcp_tasks().clone());
     // Every session runs on this (multi-thread) runtime, calls included.
     let calls = tokio::runtime::Handle::current();
@@ -190,11 +191,30 @@ pub async fn serve(
             }
         });
     tracing::info!("serving MCP at http://{}/mcp", options.addr);
-    let served = axum::serve(listener, router)
-        .await
-        .map_err(|e| e.to_string());
+    // Stopping on SIGTERM or Ctrl-C returns from here, so the host is
+    // dropped in order and its audit writer commits what it has queued:
+    // killed by the signal's default action, the records of calls already
+    // answered in the last batch would be lost.
+    let served = tokio::select! {
+        served = axum::serve(listener, router).into_future() => served.map_err(|e| e.to_string()),
+        stop = stop_requested() => stop,
+    };
     watcher.abort();
     served
+}
+
+/// Waits for SIGTERM or SIGINT.
+async fn stop_requested() -> Result<(), String> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate =
+        signal(SignalKind::terminate()).map_err(|e| format!("cannot watch for SIGTERM: {e}"))?;
+    let mut interrupt =
+        signal(SignalKind::interrupt()).map_err(|e| format!("cannot watch for SIGINT: {e}"))?;
+    tokio::select! {
+        _ = terminate.recv() => tracing::info!("SIGTERM: stopping"),
+        _ = interrupt.recv() => tracing::info!("SIGINT: stopping"),
+    }
+    Ok(())
 }
 
 #[cfg(test)]

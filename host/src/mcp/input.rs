@@ -6,7 +6,8 @@
 //! for: one pending approval, or the answers a tool's questions got so far
 //! (with the session, tool and arguments they belong to). It is kept here,
 //! never trusted from the client: a retry with an unknown, expired, altered
-//! or already used state is refused (-32602) and runs nothing. Each state
+//! or already used state is refused (-32602) and runs nothing. Hosts that
+//! share a store keep their states in it, so a retry may reach any of them. Each state
 //! is taken out on first use, so it serves exactly one retry; for an
 //! approval, the approval machinery then re-checks every binding of the
 //! call (tool, arguments, plugin, grant, policy) and consumes it once.
@@ -14,8 +15,10 @@
 use crate::approval::ApprovalDecision;
 use crate::call::SessionId;
 use crate::question::{Answer, Answers};
+use crate::store::{Store, now_ms};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -45,30 +48,161 @@ pub enum Pending {
     },
 }
 
-/// Request states handed out and not yet used, shared by every connection.
-#[derive(Clone, Debug, Default)]
-pub struct RequestStates(Arc<Mutex<HashMap<String, (Pending, Instant)>>>);
+/// Request states handed out and not yet used, shared by every connection:
+/// in this process, or, when hosts share a store, in it, so that a retry
+/// may land on any of them.
+#[derive(Clone, Debug)]
+pub enum RequestStates {
+    Local(Arc<Mutex<HashMap<String, (Pending, Instant)>>>),
+    Shared(Arc<Store>),
+}
+
+impl Default for RequestStates {
+    fn default() -> Self {
+        RequestStates::Local(Arc::default())
+    }
+}
+
+/// A pending state as the shared store keeps it.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Kept {
+    Approval {
+        approval_id: String,
+        session: String,
+        tool: String,
+    },
+    Questions {
+        session: String,
+        tool: String,
+        arguments: Option<serde_json::Value>,
+        answers: Answers,
+    },
+}
+
+impl From<&Pending> for Kept {
+    fn from(pending: &Pending) -> Kept {
+        match pending.clone() {
+            Pending::Approval {
+                approval_id,
+                session,
+                tool,
+            } => Kept::Approval {
+                approval_id,
+                session: session.as_str().to_owned(),
+                tool,
+            },
+            Pending::Questions {
+                session,
+                tool,
+                arguments,
+                answers,
+            } => Kept::Questions {
+                session: session.as_str().to_owned(),
+                tool,
+                arguments: arguments.map(|a| (*a).clone()),
+                answers,
+            },
+        }
+    }
+}
+
+impl From<Kept> for Pending {
+    fn from(kept: Kept) -> Pending {
+        match kept {
+            Kept::Approval {
+                approval_id,
+                session,
+                tool,
+            } => Pending::Approval {
+                approval_id,
+                session: SessionId::from(session),
+                tool,
+            },
+            Kept::Questions {
+                session,
+                tool,
+                arguments,
+                answers,
+            } => Pending::Questions {
+                session: SessionId::from(session),
+                tool,
+                arguments: arguments.map(Arc::new),
+                answers,
+            },
+        }
+    }
+}
+
+/// The key a shared store keeps a state under: its SHA-256, so the store
+/// never holds the secret a client presents.
+fn shared_key(state: &str) -> String {
+    hex::encode(Sha256::digest(state.as_bytes()))
+}
 
 impl RequestStates {
-    /// A new single-use state for `pending`.
-    pub fn issue(&self, pending: Pending) -> String {
+    /// Where this host keeps its states: with the other hosts when they
+    /// share a store.
+    pub fn for_store(store: Arc<Store>) -> RequestStates {
+        if store.is_shared() {
+            RequestStates::Shared(store)
+        } else {
+            RequestStates::default()
+        }
+    }
+
+    /// A new single-use state for `pending`; `None` if it could not be
+    /// kept (the shared store is unavailable), so nobody can be asked.
+    pub fn issue(&self, pending: Pending) -> Option<String> {
         let state = format!(
             "{}{}",
             uuid::Uuid::new_v4().simple(),
             uuid::Uuid::new_v4().simple()
         );
-        let mut states = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        states.retain(|_, (_, issued)| issued.elapsed() < STATE_TTL);
-        states.insert(state.clone(), (pending, Instant::now()));
-        state
+        match self {
+            RequestStates::Local(states) => {
+                let mut states = states.lock().unwrap_or_else(|p| p.into_inner());
+                states.retain(|_, (_, issued)| issued.elapsed() < STATE_TTL);
+                states.insert(state.clone(), (pending, Instant::now()));
+            }
+            RequestStates::Shared(store) => {
+                let kept = serde_json::to_string(&Kept::from(&pending))
+                    .map_err(|e| tracing::warn!("a request state could not be written: {e}"))
+                    .ok()?;
+                let now = now_ms();
+                store
+                    .put_request_state(&shared_key(&state), &kept, now, now - ttl_ms())
+                    .map_err(|e| tracing::warn!("a request state could not be kept: {e}"))
+                    .ok()?;
+            }
+        }
+        Some(state)
     }
 
-    /// Takes the state out: a second use finds nothing.
-    pub fn redeem(&self, state: &str) -> Option<Pending> {
-        let mut states = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let (pending, issued) = states.remove(state)?;
-        (issued.elapsed() < STATE_TTL).then_some(pending)
+    /// Takes the state out: a second use, here or on another host, finds
+    /// nothing. `Err` if the shared store could not be asked.
+    pub fn redeem(&self, state: &str) -> Result<Option<Pending>, String> {
+        match self {
+            RequestStates::Local(states) => {
+                let mut states = states.lock().unwrap_or_else(|p| p.into_inner());
+                Ok(states.remove(state).and_then(|(pending, issued)| {
+                    (issued.elapsed() < STATE_TTL).then_some(pending)
+                }))
+            }
+            RequestStates::Shared(store) => {
+                let kept = store
+                    .take_request_state(&shared_key(state), now_ms() - ttl_ms())
+                    .map_err(|e| e.to_string())?;
+                Ok(kept
+                    .and_then(|text| serde_json::from_str::<Kept>(&text).ok())
+                    .map(Pending::from))
+            }
+        }
     }
+}
+
+fn ttl_ms() -> i64 {
+    i64::try_from(STATE_TTL.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// The answers in a retry's `inputResponses`, each an elicitation result
@@ -155,5 +289,52 @@ pub fn decision(
         ApprovalDecision::Approve
     } else {
         ApprovalDecision::Deny
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A state kept in a shared store comes back as it went in, answers,
+    /// arguments and session included (the session as one named elsewhere).
+    #[test]
+    fn a_kept_state_round_trips_through_its_stored_form() {
+        let mut answers = Answers::default();
+        answers.insert(
+            "name".into(),
+            Answer::Accepted(serde_json::json!({"name": "Ada"})),
+        );
+        answers.insert("confirm".into(), Answer::Declined);
+        let session = SessionId::new();
+        let pending = [
+            Pending::Questions {
+                session: session.clone(),
+                tool: "greet".into(),
+                arguments: Some(Arc::new(serde_json::json!({"n": 1.5, "s": "x"}))),
+                answers,
+            },
+            Pending::Approval {
+                approval_id: "a1".into(),
+                session: session.clone(),
+                tool: "write_file".into(),
+            },
+        ];
+        for before in pending {
+            let text = serde_json::to_string(&Kept::from(&before)).unwrap_or_default();
+            let after = Pending::from(
+                serde_json::from_str::<Kept>(&text).unwrap_or_else(|e| panic!("{e}: {text}")),
+            );
+            assert_eq!(
+                format!("{before:?}").replace("minted: true", "minted: false"),
+                format!("{after:?}")
+            );
+            match after {
+                Pending::Approval { session: s, .. } | Pending::Questions { session: s, .. } => {
+                    assert_eq!(s, session);
+                    assert!(!s.is_new(), "a session named by a store has a history");
+                }
+            }
+        }
     }
 }

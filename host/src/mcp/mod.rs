@@ -87,16 +87,10 @@ impl Server {
         profile: Option<Arc<str>>,
     ) -> Server {
         let tasks = tasks::Tasks::new(host.config().mcp_tasks().clone());
+        let states = input::RequestStates::for_store(host.records().store());
         Server {
             waiting: Some(waiting),
-            ..Server::with_peers(
-                host,
-                watch::Peers::default(),
-                input::RequestStates::default(),
-                tasks,
-                calls,
-                profile,
-            )
+            ..Server::with_peers(host, watch::Peers::default(), states, tasks, calls, profile)
         }
     }
 

@@ -45,7 +45,16 @@ impl Server {
             request.answers = responses()?.unwrap_or_default();
             return Ok(None);
         };
-        match self.states.redeem(state) {
+        let redeemed = self.states.redeem(state).map_err(|e| {
+            McpError::internal_error(
+                format!(
+                    "toolwarden: the request state could not be looked up, so nothing ran: {e}. \
+                     hint: retry once the shared store is back"
+                ),
+                None,
+            )
+        })?;
+        match redeemed {
             None => Err(McpError::invalid_params(
                 "toolwarden: the request state is unknown, expired, altered or already used; \
                  nothing ran. hint: call the tool again without `requestState` to be asked again",
@@ -99,7 +108,7 @@ impl Server {
             tool: request.tool.clone(),
             arguments: object_of(&request.args),
             answers: request.answers.clone(),
-        });
+        })?;
         let requests = [(
             question.key.clone(),
             InputRequest::Elicitation(ElicitRequest::new(form)),

@@ -1,6 +1,7 @@
 //! The `approvals` table. State moves pending -> approved | denied, and
 //! approved -> consumed exactly once, inside one immediate transaction, so
-//! two processes racing for the same approval cannot both win.
+//! two processes racing for the same approval cannot both win. With a
+//! shared store the table is in PostgreSQL instead (see `shared`).
 
 use super::{Store, StoreError};
 use rusqlite::{OptionalExtension, Row, TransactionBehavior, params};
@@ -23,7 +24,7 @@ impl ApprovalState {
         }
     }
 
-    fn parse(text: &str) -> ApprovalState {
+    pub(super) fn parse(text: &str) -> ApprovalState {
         match text {
             "pending" => ApprovalState::Pending,
             "approved" => ApprovalState::Approved,
@@ -115,7 +116,7 @@ impl ApprovalRow {
     }
 }
 
-const COLUMNS: &str = "id, tool, args, args_digest, session, plugin_sha256, grant_fs, policy_hash, reason, \
+pub(super) const COLUMNS: &str = "id, tool, args, args_digest, session, plugin_sha256, grant_fs, policy_hash, reason, \
                        state, decided_reason, created_ms, expires_ms, decided_ms, consumed_ms, grant_net, decided_by, rules, profile, \
                        preview, bound_files";
 
@@ -147,6 +148,11 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<ApprovalRow> {
 
 impl Store {
     pub fn insert_approval(&self, row: &ApprovalRow) -> Result<(), StoreError> {
+        if let Some(shared) = &self.shared {
+            return shared
+                .insert_approval(row)
+                .map_err(|e| self.shared_error(e));
+        }
         self.conn()
             .execute(
                 &format!("INSERT INTO approvals ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"),
@@ -179,6 +185,9 @@ impl Store {
     }
 
     pub fn approval(&self, id: &str) -> Result<Option<ApprovalRow>, StoreError> {
+        if let Some(shared) = &self.shared {
+            return shared.approval(id).map_err(|e| self.shared_error(e));
+        }
         self.conn()
             .query_row(
                 &format!("SELECT {COLUMNS} FROM approvals WHERE id = ?1"),
@@ -196,6 +205,11 @@ impl Store {
         expected: &ApprovalRow,
         now_ms: i64,
     ) -> Result<Option<ApprovalRow>, StoreError> {
+        if let Some(shared) = &self.shared {
+            return shared
+                .matching_approval(expected, now_ms)
+                .map_err(|e| self.shared_error(e));
+        }
         self.conn()
             .query_row(
                 &format!(
@@ -223,6 +237,9 @@ impl Store {
 
     /// Every approval, newest first.
     pub fn approvals(&self) -> Result<Vec<ApprovalRow>, StoreError> {
+        if let Some(shared) = &self.shared {
+            return shared.approvals().map_err(|e| self.shared_error(e));
+        }
         let conn = self.conn();
         let mut stmt = conn
             .prepare(&format!(
@@ -237,6 +254,9 @@ impl Store {
     /// A number that changes whenever an approval is asked, decided or used:
     /// what a page watching the book compares, without reading it all.
     pub fn approvals_version(&self) -> Result<i64, StoreError> {
+        if let Some(shared) = &self.shared {
+            return shared.approvals_version().map_err(|e| self.shared_error(e));
+        }
         self.conn()
             .query_row(
                 "SELECT count(*) + coalesce(max(created_ms), 0) + coalesce(sum(decided_ms), 0) \
@@ -255,6 +275,11 @@ impl Store {
         preview: &str,
         bound_files: &str,
     ) -> Result<(), StoreError> {
+        if let Some(shared) = &self.shared {
+            return shared
+                .set_preview(id, preview, bound_files)
+                .map_err(|e| self.shared_error(e));
+        }
         self.conn()
             .execute(
                 "UPDATE approvals SET preview = ?2, bound_files = ?3 WHERE id = ?1 AND state = 'pending'",
@@ -267,6 +292,11 @@ impl Store {
     /// Makes an approval expire now (if it has not already), so that it is
     /// neither found for its call nor usable.
     pub fn retire_approval(&self, id: &str, now: i64) -> Result<(), StoreError> {
+        if let Some(shared) = &self.shared {
+            return shared
+                .retire_approval(id, now)
+                .map_err(|e| self.shared_error(e));
+        }
         self.conn()
             .execute(
                 "UPDATE approvals SET expires_ms = min(expires_ms, ?2) WHERE id = ?1",
@@ -286,6 +316,11 @@ impl Store {
         by: &str,
         now_ms: i64,
     ) -> Result<Option<(ApprovalRow, bool)>, StoreError> {
+        if let Some(shared) = &self.shared {
+            return shared
+                .decide_approval(id, state, reason, by, now_ms)
+                .map_err(|e| self.shared_error(e));
+        }
         let mut conn = self.conn();
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -317,6 +352,11 @@ impl Store {
         expected: &ApprovalRow,
         now_ms: i64,
     ) -> Result<Consumed, StoreError> {
+        if let Some(shared) = &self.shared {
+            return shared
+                .consume_approval(id, expected, now_ms)
+                .map_err(|e| self.shared_error(e));
+        }
         let mut conn = self.conn();
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)

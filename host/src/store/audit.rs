@@ -1,4 +1,6 @@
 //! The `audit` table: append-only, each row chained to the one before.
+//! With a shared store the chain is in PostgreSQL (see `shared::audit`);
+//! the head file stays with each host.
 
 use super::head::Head;
 use super::{ExecutionRow, Store, StoreError};
@@ -79,6 +81,36 @@ impl Store {
         hash: &dyn Fn(i64, &NewAuditRow, &str) -> String,
         executions: &[ExecutionRow],
     ) -> Result<(), StoreError> {
+        let (seq, prev) = match &self.shared {
+            Some(shared) => shared
+                .append(rows, hash, executions)
+                .map_err(|e| self.shared_error(e))?,
+            None => self.append_here(rows, hash, executions)?,
+        };
+        if !rows.is_empty() {
+            let head = Head {
+                records: seq,
+                hash: prev,
+            };
+            // The records are committed whatever happens here; a head left
+            // behind only makes `audit verify` say it lags.
+            if let Err(e) = self.advance_head(&head) {
+                tracing::warn!(
+                    "cannot update the audit head `{}`: {e}",
+                    self.head_path().display()
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Store::append`] to the SQLite file; the chain's new tail.
+    fn append_here(
+        &self,
+        rows: &[NewAuditRow],
+        hash: &dyn Fn(i64, &NewAuditRow, &str) -> String,
+        executions: &[ExecutionRow],
+    ) -> Result<(i64, String), StoreError> {
         let mut conn = self.conn();
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -128,21 +160,7 @@ impl Store {
             }
         }
         tx.commit().map_err(|e| self.error(e))?;
-        if !rows.is_empty() {
-            let head = Head {
-                records: seq,
-                hash: prev,
-            };
-            // The records are committed whatever happens here; a head left
-            // behind only makes `audit verify` say it lags.
-            if let Err(e) = self.advance_head(&head) {
-                tracing::warn!(
-                    "cannot update the audit head `{}`: {e}",
-                    self.head_path().display()
-                );
-            }
-        }
-        Ok(())
+        Ok((seq, prev))
     }
 
     /// The chain's last record (seq and hash) as this transaction sees it;
@@ -169,6 +187,9 @@ impl Store {
 
     /// Where the chain continues from, if its start was cut off.
     pub fn audit_checkpoint(&self) -> Result<Option<Checkpoint>, StoreError> {
+        if let Some(shared) = &self.shared {
+            return shared.audit_checkpoint().map_err(|e| self.shared_error(e));
+        }
         checkpoint_in(&self.conn()).map_err(|e| self.error(e))
     }
 
@@ -176,6 +197,7 @@ impl Store {
     pub fn audit_last_before(&self, before_ms: i64) -> Result<Option<(i64, String)>, StoreError> {
         self.seq_and_hash(
             "SELECT seq, hash FROM audit WHERE ts_ms < ?1 ORDER BY seq DESC LIMIT 1",
+            "SELECT seq, hash FROM audit WHERE ts_ms < $1 ORDER BY seq DESC LIMIT 1",
             before_ms,
         )
     }
@@ -185,11 +207,24 @@ impl Store {
     pub fn audit_back_from_end(&self, back: i64) -> Result<Option<(i64, String)>, StoreError> {
         self.seq_and_hash(
             "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1 OFFSET ?1",
+            "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1 OFFSET $1",
             back,
         )
     }
 
-    fn seq_and_hash(&self, sql: &str, param: i64) -> Result<Option<(i64, String)>, StoreError> {
+    /// The first (seq, hash) a query finds, written for each database.
+    fn seq_and_hash(
+        &self,
+        sqlite: &str,
+        postgres: &str,
+        param: i64,
+    ) -> Result<Option<(i64, String)>, StoreError> {
+        if let Some(shared) = &self.shared {
+            return shared
+                .seq_and_hash(postgres, param)
+                .map_err(|e| self.shared_error(e));
+        }
+        let sql = sqlite;
         self.conn()
             .query_row(sql, [param], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()
@@ -205,6 +240,11 @@ impl Store {
         through: Option<i64>,
         visit: &mut dyn FnMut(AuditRow) -> ControlFlow<()>,
     ) -> Result<(), StoreError> {
+        if let Some(shared) = &self.shared {
+            return shared
+                .scan_audit(from, through, visit)
+                .map_err(|e| self.shared_error(e));
+        }
         let conn = self.conn();
         let mut stmt = conn
             .prepare_cached(
@@ -235,6 +275,35 @@ impl Store {
         note: &NewAuditRow,
         hash: &dyn Fn(i64, &NewAuditRow, &str) -> String,
     ) -> Result<bool, StoreError> {
+        let tail = match &self.shared {
+            Some(shared) => shared
+                .cut_audit(through, note, hash)
+                .map_err(|e| self.shared_error(e))?,
+            None => self.cut_here(through, note, hash)?,
+        };
+        let Some((seq, digest)) = tail else {
+            return Ok(false);
+        };
+        if let Err(e) = self.advance_head(&Head {
+            records: seq,
+            hash: digest,
+        }) {
+            tracing::warn!(
+                "cannot update the audit head `{}`: {e}",
+                self.head_path().display()
+            );
+        }
+        Ok(true)
+    }
+
+    /// [`Store::cut_audit`] in the SQLite file; the chain's new tail, or
+    /// `None` when the record at `through` is not the one expected.
+    fn cut_here(
+        &self,
+        through: &Checkpoint,
+        note: &NewAuditRow,
+        hash: &dyn Fn(i64, &NewAuditRow, &str) -> String,
+    ) -> Result<Option<(i64, String)>, StoreError> {
         let mut conn = self.conn();
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -248,7 +317,7 @@ impl Store {
             .optional()
             .map_err(|e| self.error(e))?;
         if there.as_deref() != Some(through.hash.as_str()) {
-            return Ok(false);
+            return Ok(None);
         }
         let (last, prev) = self.tail(&tx)?;
         let seq = last + 1;
@@ -278,20 +347,14 @@ impl Store {
         )
         .map_err(|e| self.error(e))?;
         tx.commit().map_err(|e| self.error(e))?;
-        if let Err(e) = self.advance_head(&Head {
-            records: seq,
-            hash: digest,
-        }) {
-            tracing::warn!(
-                "cannot update the audit head `{}`: {e}",
-                self.head_path().display()
-            );
-        }
-        Ok(true)
+        Ok(Some((seq, digest)))
     }
 
     /// Records matching `filter`, in chain order.
     pub fn audit_rows(&self, filter: &AuditFilter) -> Result<Vec<AuditRow>, StoreError> {
+        if let Some(shared) = &self.shared {
+            return shared.audit_rows(filter).map_err(|e| self.shared_error(e));
+        }
         let conn = self.conn();
         let order = if filter.newest_first { "DESC" } else { "ASC" };
         // A call's records come with those of every call its tool made

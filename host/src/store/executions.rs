@@ -27,6 +27,11 @@ pub struct ExecutionGroup {
 impl Store {
     /// Everything `session` has executed, grouped by tool and arguments.
     pub fn session_executions(&self, session: &str) -> Result<Vec<ExecutionGroup>, StoreError> {
+        if let Some(shared) = &self.shared {
+            return shared
+                .session_executions(session)
+                .map_err(|e| self.shared_error(e));
+        }
         let conn = self.conn();
         let mut stmt = conn
             .prepare_cached(

@@ -90,7 +90,7 @@ mod tests {
     #[test]
     fn a_key_is_claimed_once_done_once_and_forgotten_after_its_window() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), None).unwrap();
         assert_eq!(
             store.claim_key("k", "c1", 0, 0, 100).unwrap(),
             KeyState::Claimed
@@ -126,7 +126,7 @@ mod tests {
     #[test]
     fn a_claim_left_by_a_dead_process_lapses_before_the_window_does() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open(dir.path(), None).unwrap();
         assert_eq!(
             store.claim_key("k", "dead", 0, 0, 100).unwrap(),
             KeyState::Claimed

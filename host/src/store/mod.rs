@@ -1,4 +1,5 @@
-//! SQLite: the host's one database, `toolwarden.db` in the state directory.
+//! SQLite: the host's own database, `toolwarden.db` in the state directory,
+//! and PostgreSQL when several hosts share their approvals (`shared`).
 //!
 //! Holds the audit log, approvals, the executions that budgets count and
 //! the outcomes of keyed calls.
@@ -12,16 +13,18 @@ mod audit;
 mod executions;
 mod head;
 mod keys;
+mod shared;
 
 pub use approvals::{ApprovalRow, ApprovalState, Binding, Consumed};
 pub use audit::{AuditFilter, AuditRow, Checkpoint, NewAuditRow};
 pub use executions::ExecutionRow;
 pub use head::{HEAD_FILE, Head};
 pub use keys::KeyState;
+pub use shared::{Shared, SharedSettings, StoreSection};
 
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// The database file's name inside the state directory.
@@ -127,19 +130,31 @@ CREATE TABLE audit_checkpoint (
 );
 ";
 
-/// A database failure, with the file it concerns.
+/// A database failure, with the database it concerns (the SQLite file, or
+/// the shared store's URL without its password).
 #[derive(Debug, thiserror::Error)]
 #[error("database `{}`: {source}", path.display())]
 pub struct StoreError {
     pub path: PathBuf,
     #[source]
-    pub source: rusqlite::Error,
+    pub source: Failure,
+}
+
+/// What failed, in either database.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+    #[error(transparent)]
+    Shared(#[from] shared::SharedError),
 }
 
 #[derive(Debug)]
 pub struct Store {
     conn: Mutex<Connection>,
     path: PathBuf,
+    /// Where the approval book is when several hosts share it.
+    shared: Option<Arc<Shared>>,
 }
 
 /// Makes the database file (and its WAL and shared-memory files, which
@@ -197,11 +212,11 @@ pub fn now_ms() -> i64 {
 impl Store {
     /// Opens (creating if needed) the database in `state_dir` and brings its
     /// schema up to date.
-    pub fn open(state_dir: &Path) -> Result<Store, StoreError> {
+    pub fn open(state_dir: &Path, shared: Option<Arc<Shared>>) -> Result<Store, StoreError> {
         let path = state_dir.join(DB_FILE);
-        let fail = |source| StoreError {
+        let fail = |source: rusqlite::Error| StoreError {
             path: path.clone(),
-            source,
+            source: source.into(),
         };
         keep_private(&path).map_err(|e| fail(io_error(e)))?;
         let mut conn = Connection::open(&path).map_err(fail)?;
@@ -255,6 +270,7 @@ impl Store {
         Ok(Store {
             conn: Mutex::new(conn),
             path,
+            shared,
         })
     }
 
@@ -273,7 +289,10 @@ impl Store {
 
     /// A second connection to the same database, for a thread of its own.
     pub fn connect_again(&self) -> Result<Store, StoreError> {
-        Store::open(self.path.parent().unwrap_or(Path::new(".")))
+        Store::open(
+            self.path.parent().unwrap_or(Path::new(".")),
+            self.shared.clone(),
+        )
     }
 
     fn conn(&self) -> MutexGuard<'_, Connection> {
@@ -287,7 +306,64 @@ impl Store {
     fn error(&self, source: rusqlite::Error) -> StoreError {
         StoreError {
             path: self.path.clone(),
-            source,
+            source: source.into(),
         }
+    }
+
+    fn shared_error(&self, source: shared::SharedError) -> StoreError {
+        StoreError {
+            path: self
+                .shared
+                .as_ref()
+                .map_or_else(|| self.path.clone(), |s| PathBuf::from(s.shown())),
+            source: source.into(),
+        }
+    }
+
+    /// Whether hosts share this store's approvals and request states.
+    pub fn is_shared(&self) -> bool {
+        self.shared.is_some()
+    }
+
+    /// Keeps an MCP request state in the shared store (see
+    /// `Shared::put_request_state`); without one, a no-op the caller never
+    /// needs (it keeps states in memory).
+    pub fn put_request_state(
+        &self,
+        key: &str,
+        pending: &str,
+        now_ms: i64,
+        expired_before_ms: i64,
+    ) -> Result<(), StoreError> {
+        match &self.shared {
+            Some(shared) => shared
+                .put_request_state(key, pending, now_ms, expired_before_ms)
+                .map_err(|e| self.shared_error(e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Takes an MCP request state out of the shared store.
+    pub fn take_request_state(
+        &self,
+        key: &str,
+        issued_since_ms: i64,
+    ) -> Result<Option<String>, StoreError> {
+        match &self.shared {
+            Some(shared) => shared
+                .take_request_state(key, issued_since_ms)
+                .map_err(|e| self.shared_error(e)),
+            None => Ok(None),
+        }
+    }
+
+    /// Connects to the shared store `settings` names.
+    pub fn connect_shared(settings: &SharedSettings) -> Result<Arc<Shared>, StoreError> {
+        Shared::open(settings)
+            .map(Arc::new)
+            .map_err(|source| StoreError {
+                path: PathBuf::from(settings.shown()),
+                source: source.into(),
+            })
     }
 }

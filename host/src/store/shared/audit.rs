@@ -1,0 +1,272 @@
+//! The shared audit chain and executions: the same operations as the SQLite
+//! `audit` table's, in PostgreSQL. Appends and cuts hold one advisory lock
+//! for their transaction, so the tail each reads is the chain's tail when
+//! it commits, whichever host appends.
+
+use super::{Shared, SharedError, wait};
+use crate::store::ExecutionRow;
+use crate::store::audit::{AuditFilter, AuditRow, Checkpoint, GENESIS, NewAuditRow};
+use crate::store::executions::ExecutionGroup;
+use futures::TryStreamExt;
+use std::ops::ControlFlow;
+use tokio_postgres::{GenericClient, Row};
+
+/// Taken by every transaction that extends or cuts the chain.
+const CHAIN_LOCK: &str = "SELECT pg_advisory_xact_lock(hashtext('toolwarden audit chain'))";
+
+const INSERT_AUDIT: &str = "INSERT INTO audit \
+    (seq, ts_ms, call_id, session, tool, kind, data, prev_hash, hash) \
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+
+const AUDIT_COLUMNS: &str = "seq, ts_ms, call_id, session, tool, kind, data, prev_hash, hash";
+
+impl Shared {
+    /// Appends `rows` chained after the chain's tail, and `executions`, in
+    /// one transaction; the new tail (seq, hash).
+    pub fn append(
+        &self,
+        rows: &[NewAuditRow],
+        hash: &dyn Fn(i64, &NewAuditRow, &str) -> String,
+        executions: &[ExecutionRow],
+    ) -> Result<(i64, String), SharedError> {
+        let mut client = self.client()?;
+        wait(async {
+            let tx = client.transaction().await?;
+            tx.execute(CHAIN_LOCK, &[]).await?;
+            let (mut seq, mut prev) = tail(&tx).await?;
+            if !rows.is_empty() {
+                let insert = tx.prepare(INSERT_AUDIT).await?;
+                for row in rows {
+                    seq += 1;
+                    let digest = hash(seq, row, &prev);
+                    tx.execute(
+                        &insert,
+                        &[
+                            &seq,
+                            &row.ts_ms,
+                            &row.call_id.as_ref(),
+                            &row.session.as_ref(),
+                            &row.tool.as_ref(),
+                            &row.kind.as_ref(),
+                            &row.data,
+                            &prev,
+                            &digest,
+                        ],
+                    )
+                    .await?;
+                    prev = digest;
+                }
+            }
+            if !executions.is_empty() {
+                let insert = tx
+                    .prepare(
+                        "INSERT INTO executions (session, tool, args_digest, duration_us, ts_ms) \
+                         VALUES ($1, $2, $3, $4, $5)",
+                    )
+                    .await?;
+                for e in executions {
+                    tx.execute(
+                        &insert,
+                        &[
+                            &e.session.as_ref(),
+                            &e.tool.as_ref(),
+                            &e.args_digest.as_ref(),
+                            &e.duration_us,
+                            &e.ts_ms,
+                        ],
+                    )
+                    .await?;
+                }
+            }
+            tx.commit().await?;
+            Ok((seq, prev))
+        })
+    }
+
+    pub fn audit_checkpoint(&self) -> Result<Option<Checkpoint>, SharedError> {
+        let client = self.client()?;
+        wait(checkpoint(&*client))
+    }
+
+    /// (seq, hash) of the first record `sql` (with one BIGINT parameter) finds.
+    pub fn seq_and_hash(
+        &self,
+        sql: &str,
+        param: i64,
+    ) -> Result<Option<(i64, String)>, SharedError> {
+        let client = self.client()?;
+        let row = wait(client.query_opt(sql, &[&param]))?;
+        row.map(|r| Ok((r.try_get(0)?, r.try_get(1)?))).transpose()
+    }
+
+    /// Hands `visit` every record from `from` through `through`, streamed.
+    pub fn scan_audit(
+        &self,
+        from: i64,
+        through: Option<i64>,
+        visit: &mut dyn FnMut(AuditRow) -> ControlFlow<()>,
+    ) -> Result<(), SharedError> {
+        let client = self.client()?;
+        wait(async {
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&from, &through];
+            let rows = client
+                .query_raw(
+                    &format!(
+                        "SELECT {AUDIT_COLUMNS} FROM audit \
+                         WHERE seq >= $1 AND ($2::BIGINT IS NULL OR seq <= $2) ORDER BY seq"
+                    ),
+                    params,
+                )
+                .await?;
+            futures::pin_mut!(rows);
+            while let Some(row) = rows.try_next().await? {
+                if visit(audit_row(&row)?).is_break() {
+                    break;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Removes the records through `through` if its hash is still
+    /// `through.hash`, moves the checkpoint and appends `note`; the new tail,
+    /// or `None` when the record there is not the one expected.
+    pub fn cut_audit(
+        &self,
+        through: &Checkpoint,
+        note: &NewAuditRow,
+        hash: &dyn Fn(i64, &NewAuditRow, &str) -> String,
+    ) -> Result<Option<(i64, String)>, SharedError> {
+        let mut client = self.client()?;
+        wait(async {
+            let tx = client.transaction().await?;
+            tx.execute(CHAIN_LOCK, &[]).await?;
+            let there = tx
+                .query_opt("SELECT hash FROM audit WHERE seq = $1", &[&through.seq])
+                .await?
+                .map(|r| r.try_get::<_, String>(0))
+                .transpose()?;
+            if there.as_deref() != Some(through.hash.as_str()) {
+                return Ok(None);
+            }
+            let (last, prev) = tail(&tx).await?;
+            let seq = last + 1;
+            let digest = hash(seq, note, &prev);
+            tx.execute("DELETE FROM audit WHERE seq <= $1", &[&through.seq])
+                .await?;
+            tx.execute(
+                "INSERT INTO audit_checkpoint (id, seq, hash, ts_ms) VALUES (1, $1, $2, $3) \
+                 ON CONFLICT (id) DO UPDATE SET seq = $1, hash = $2, ts_ms = $3",
+                &[&through.seq, &through.hash, &note.ts_ms],
+            )
+            .await?;
+            tx.execute(
+                INSERT_AUDIT,
+                &[
+                    &seq,
+                    &note.ts_ms,
+                    &note.call_id.as_ref(),
+                    &note.session.as_ref(),
+                    &note.tool.as_ref(),
+                    &note.kind.as_ref(),
+                    &note.data,
+                    &prev,
+                    &digest,
+                ],
+            )
+            .await?;
+            tx.commit().await?;
+            Ok(Some((seq, digest)))
+        })
+    }
+
+    /// Records matching `filter` (see the SQLite twin for what each means).
+    pub fn audit_rows(&self, filter: &AuditFilter) -> Result<Vec<AuditRow>, SharedError> {
+        let client = self.client()?;
+        let order = if filter.newest_first { "DESC" } else { "ASC" };
+        let rows = wait(client.query(
+            &format!(
+                "WITH RECURSIVE tree(id) AS (\
+                   SELECT $3::TEXT WHERE $3::TEXT IS NOT NULL \
+                   UNION SELECT a.call_id FROM audit a JOIN tree t \
+                     ON a.kind = 'call' AND (a.data::jsonb ->> 'parent') = t.id) \
+                 SELECT {AUDIT_COLUMNS} FROM audit \
+                 WHERE ($1::BIGINT IS NULL OR ts_ms >= $1) AND ($2::TEXT IS NULL OR tool = $2) \
+                 AND ($3::TEXT IS NULL OR call_id IN (SELECT id FROM tree)) \
+                 AND ($5::BIGINT IS NULL OR ts_ms < $5) AND ($6::TEXT IS NULL OR session = $6) \
+                 ORDER BY seq {order} LIMIT $4::BIGINT"
+            ),
+            &[
+                &filter.since_ms,
+                &filter.tool,
+                &filter.call_id,
+                &filter.limit,
+                &filter.until_ms,
+                &filter.session,
+            ],
+        ))?;
+        rows.iter().map(audit_row).collect()
+    }
+
+    pub fn session_executions(&self, session: &str) -> Result<Vec<ExecutionGroup>, SharedError> {
+        let client = self.client()?;
+        let rows = wait(client.query(
+            "SELECT tool, args_digest, count(*)::BIGINT, coalesce(sum(duration_us), 0)::BIGINT \
+             FROM executions WHERE session = $1 GROUP BY tool, args_digest",
+            &[&session],
+        ))?;
+        rows.iter()
+            .map(|r| {
+                Ok(ExecutionGroup {
+                    tool: r.try_get(0)?,
+                    args_digest: r.try_get(1)?,
+                    calls: r.try_get(2)?,
+                    duration_us: r.try_get(3)?,
+                })
+            })
+            .collect()
+    }
+}
+
+/// The chain's last record as `client` sees it; with none left, where a cut
+/// left it; with neither, its start.
+async fn tail(client: &impl GenericClient) -> Result<(i64, String), SharedError> {
+    let last = client
+        .query_opt("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1", &[])
+        .await?;
+    if let Some(row) = last {
+        return Ok((row.try_get(0)?, row.try_get(1)?));
+    }
+    Ok(checkpoint(client)
+        .await?
+        .map_or_else(|| (0, GENESIS.to_owned()), |c| (c.seq, c.hash)))
+}
+
+async fn checkpoint(client: &impl GenericClient) -> Result<Option<Checkpoint>, SharedError> {
+    let row = client
+        .query_opt("SELECT seq, hash FROM audit_checkpoint WHERE id = 1", &[])
+        .await?;
+    row.map(|r| {
+        Ok(Checkpoint {
+            seq: r.try_get(0)?,
+            hash: r.try_get(1)?,
+        })
+    })
+    .transpose()
+}
+
+fn audit_row(r: &Row) -> Result<AuditRow, SharedError> {
+    Ok(AuditRow {
+        seq: r.try_get(0)?,
+        row: NewAuditRow {
+            ts_ms: r.try_get(1)?,
+            call_id: r.try_get::<_, &str>(2)?.into(),
+            session: r.try_get::<_, &str>(3)?.into(),
+            tool: r.try_get::<_, &str>(4)?.into(),
+            kind: r.try_get::<_, String>(5)?.into(),
+            data: r.try_get(6)?,
+        },
+        prev_hash: r.try_get(7)?,
+        hash: r.try_get(8)?,
+    })
+}

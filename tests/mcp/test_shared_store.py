@@ -1,0 +1,295 @@
+"""Several hosts, one state in PostgreSQL (`[store] url`): an approval
+asked through one host is decided from another and consumed exactly once
+when two more race to run it; an `input_required` retry runs once on
+whichever host it lands; every host appends to one audit chain that
+verifies, shows an edit, and loses no committed record when a host is
+killed; losing the database fails closed and the host recovers by itself
+when it is back. Each host has a
+state directory of its own (its own SQLite file, as on its own machine);
+they share the workspace and plugins, as replicas behind a load balancer
+share one deployment. A real PostgreSQL 15 server runs for these tests
+(tests/mcp/postgres.py)."""
+
+import concurrent.futures
+import contextlib
+import json
+import subprocess
+import urllib.error
+import urllib.request
+
+import pytest
+
+from conftest import BINARY, Host, http_serve
+from postgres import postgres
+
+ARGS = {"path": "shared.txt", "content": "written once"}
+
+
+@pytest.fixture(scope="module")
+def server():
+    with postgres() as pg:
+        yield pg
+
+
+@pytest.fixture
+def hosts(tmp_path, server, request):
+    """One deployment (workspace, plugins, policy) and four state
+    directories, all pointed at a fresh database of `server`."""
+    database = request.node.name.replace("[", "_").replace("]", "").replace("-", "_").lower()[:60]
+    server.sql(f"CREATE DATABASE {database}")
+    deployment = Host(tmp_path / "deployment")
+    password = server.password_file(tmp_path)
+    config = deployment.workspace / "toolwarden.toml"
+    config.write_text(config.read_text() + f"""
+[store]
+url = "postgres://toolwarden@127.0.0.1:{server.port}/{database}"
+password_file = "{password}"
+""")
+    states = []
+    for name in "abcd":
+        state = tmp_path / f"state-{name}"
+        state.mkdir(mode=0o700)
+        states.append(state)
+    return deployment, states
+
+
+def env(deployment: Host, state) -> dict:
+    return {**deployment.env(), "TOOLWARDEN_STATE": str(state)}
+
+
+def cli(deployment: Host, state, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BINARY), *args], env=env(deployment, state),
+                          capture_output=True, text=True, timeout=60)
+
+
+def rpc(url: str, name: str, arguments: dict, caps: dict | None = None, **params) -> dict:
+    """One 2026-07-28 `tools/call` on a connection of its own; its JSON-RPC answer."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": name, "arguments": arguments, **params,
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+                  "io.modelcontextprotocol/clientCapabilities": caps or {}}}}).encode()
+    request = urllib.request.Request(url, data=body, method="POST", headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": name})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            text = response.read().decode()
+    except urllib.error.HTTPError as e:
+        text = e.read().decode()
+    for line in text.splitlines():
+        if line.startswith("data:") and line[5:].strip():
+            return json.loads(line[5:])
+    return json.loads(text)
+
+
+def call(url: str, name: str, arguments: dict) -> dict:
+    return rpc(url, name, arguments)["result"]
+
+
+def code(result: dict):
+    return result.get("_meta", {}).get("toolwarden", {}).get("code")
+
+
+def outcomes(deployment: Host, state, tool: str) -> list:
+    return [r["data"] for r in cli_json(deployment, state, "audit", "--json", "--tool", tool)
+            if r["kind"] == "outcome"]
+
+
+def verify(deployment: Host, state) -> subprocess.CompletedProcess:
+    return cli(deployment, state, "audit", "verify", "--json")
+
+
+def assert_trail_holds(deployment: Host, state, call_ids: list):
+    """The shared trail, read through `state`'s host, has an outcome for
+    each of `call_ids` and verifies."""
+    ended = {r["call_id"] for r in cli_json(deployment, state, "audit", "--json", "--tool", "calc")
+             if r["kind"] == "outcome"}
+    assert set(call_ids) <= ended, "every call that ran is in the trail"
+    checked = verify(deployment, state)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def cli_json(deployment: Host, state, *args: str):
+    out = cli(deployment, state, *args)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def database(deployment: Host) -> str:
+    """The database the deployment's `[store] url` names."""
+    text = (deployment.workspace / "toolwarden.toml").read_text()
+    return text.split("127.0.0.1:")[1].split("/")[1].split('"')[0]
+
+
+def test_an_approval_asked_on_one_host_is_decided_on_another_and_consumed_once(hosts):
+    deployment, (a, b, c, d) = hosts
+    with http_serve(env(deployment, a)) as (_, url):
+        asked = call(url, "write_file", ARGS)
+        assert code(asked) == "APPROVAL_REQUIRED", asked
+        approval = asked["_meta"]["toolwarden"]["approval_id"]
+    # Host D, which never saw the call, finds it and decides it.
+    listed = cli(deployment, d, "approvals", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert approval in listed.stdout
+    decided = cli(deployment, d, "approvals", "approve", approval)
+    assert decided.returncode == 0, decided.stderr
+    # Hosts B and C race to run the approved call: exactly one does.
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        runs = list(pool.map(lambda state: cli(deployment, state, "call", "write_file", json.dumps(ARGS),
+                                               "--approval", approval, "--json"), (b, c)))
+    ran = [r for r in runs if r.returncode == 0]
+    refused = [r for r in runs if r.returncode != 0]
+    assert len(ran) == 1 and len(refused) == 1, [(r.returncode, r.stdout, r.stderr) for r in runs]
+    assert "APPROVAL" in refused[0].stdout + refused[0].stderr
+    assert (deployment.workspace / "shared.txt").read_text() == ARGS["content"]
+    # One trail: any host reads the one run.
+    for state in (a, d):
+        oks = [o for o in outcomes(deployment, state, "write_file") if o.get("status") == "ok"]
+        assert len(oks) == 1
+    # Every host sees it consumed.
+    shown = cli(deployment, a, "approvals", "show", approval)
+    assert shown.returncode == 0 and "consumed" in shown.stdout, shown.stdout + shown.stderr
+
+
+def test_losing_the_database_fails_closed_and_the_host_recovers_by_itself(hosts, server):
+    deployment, (a, *_, d) = hosts
+    answered = []
+    with http_serve(env(deployment, a)) as (proc, url):
+        assert code(call(url, "write_file", ARGS)) == "APPROVAL_REQUIRED"
+        first = call(url, "calc", {"op": "add", "a": 1, "b": 1})
+        answered.append(first["_meta"]["toolwarden"]["call_id"])
+        server.stop()
+        try:
+            down = call(url, "write_file", {**ARGS, "content": "while down"})
+            assert code(down) == "APPROVAL_UNAVAILABLE", down
+            assert "did not run" in down["content"][0]["text"]
+            # The audit log is in the database too: at most the call that
+            # finds it gone runs (its records are kept and committed once
+            # the database is back); after that nothing runs unaudited.
+            during = [call(url, "calc", {"op": "add", "a": i, "b": 2}) for i in range(5)]
+            ran = [r for r in during if not r.get("isError")]
+            refused = [r for r in during if r.get("isError")]
+            assert len(ran) <= 1 and len(refused) >= 4, during
+            for r in refused:
+                assert code(r) == "HOST_ERROR" and "audit log could not be written" in r["content"][0]["text"], r
+            answered += [r["_meta"]["toolwarden"]["call_id"] for r in ran]
+        finally:
+            server.start()
+        back = call(url, "write_file", {**ARGS, "content": "after"})
+        assert code(back) == "APPROVAL_REQUIRED", back
+        again = call(url, "calc", {"op": "add", "a": 2, "b": 2})
+        assert again["structuredContent"] == {"result": 4}, again
+        answered.append(again["_meta"]["toolwarden"]["call_id"])
+        assert proc.poll() is None
+    assert not (deployment.workspace / "shared.txt").exists()
+    assert_trail_holds(deployment, d, answered)
+
+
+def test_a_newer_schema_or_a_password_in_the_url_is_refused(hosts, server):
+    deployment, (a, *_) = hosts
+    assert cli(deployment, a, "approvals", "list").returncode == 0
+    config = deployment.workspace / "toolwarden.toml"
+    server.sql("UPDATE toolwarden_schema SET version = 99", database=database(deployment))
+    newer = cli(deployment, a, "approvals", "list")
+    assert newer.returncode != 0 and "newer than this host" in newer.stderr, newer.stderr
+    leaked = config.read_text().replace("toolwarden@", f"toolwarden:{server.password}@")
+    config.write_text(leaked)
+    refused = cli(deployment, a, "approvals", "list")
+    assert refused.returncode != 0 and "holds a password" in refused.stderr
+    assert server.password not in refused.stderr
+
+
+def test_the_environment_names_the_store_over_the_file(hosts, server, tmp_path):
+    deployment, (a, b, *_) = hosts
+    with http_serve(env(deployment, a)) as (_, url):
+        approval = call(url, "write_file", ARGS)["_meta"]["toolwarden"]["approval_id"]
+    server.sql("CREATE DATABASE elsewhere")
+    elsewhere = {**env(deployment, b),
+                 "TOOLWARDEN_STORE_URL": f"postgres://toolwarden@127.0.0.1:{server.port}/elsewhere",
+                 "TOOLWARDEN_STORE_PASSWORD": server.password}
+    config = deployment.workspace / "toolwarden.toml"
+    config.write_text(config.read_text().split("[store]")[0])
+    listed = subprocess.run([str(BINARY), "approvals", "list", "--json"], env=elsewhere,
+                            capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    assert approval not in listed.stdout
+    assert server.sql("SELECT count(*) FROM approvals", database="elsewhere") == "0"
+
+
+def test_an_input_required_retry_runs_once_on_whichever_host_it_lands(hosts):
+    deployment, (a, b, c, _) = hosts
+    with contextlib.ExitStack() as replicas:
+        urls = [replicas.enter_context(http_serve(env(deployment, state)))[1] for state in (a, b, c)]
+        asked = rpc(urls[0], "write_file", ARGS, caps={"elicitation": {}})["result"]
+        assert asked["resultType"] == "input_required", asked
+        state = asked["requestState"]
+        [key] = asked["inputRequests"]
+        answer = {key: {"action": "accept", "content": {"approve": True}}}
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            retries = list(pool.map(
+                lambda url: rpc(url, "write_file", ARGS, caps={"elicitation": {}},
+                                inputResponses=answer, requestState=state),
+                urls[1:]))
+        ran = [r for r in retries if "result" in r]
+        refused = [r for r in retries if "error" in r]
+        assert len(ran) == 1 and len(refused) == 1, retries
+        assert ran[0]["result"].get("isError") is False, ran[0]
+        assert refused[0]["error"]["code"] == -32602 and "already used" in refused[0]["error"]["message"]
+        # The state is gone everywhere, the host that issued it included.
+        again = rpc(urls[0], "write_file", ARGS, caps={"elicitation": {}},
+                    inputResponses=answer, requestState=state)
+        assert again["error"]["code"] == -32602
+    assert (deployment.workspace / "shared.txt").read_text() == ARGS["content"]
+    oks = [o for o in outcomes(deployment, a, "write_file") if o.get("status") == "ok"]
+    assert len(oks) == 1
+
+
+def test_every_host_appends_to_one_chain_that_verifies_and_shows_an_edit(hosts, server):
+    deployment, (a, b, c, d) = hosts
+    with contextlib.ExitStack() as replicas:
+        urls = [replicas.enter_context(http_serve(env(deployment, state)))[1] for state in (a, b, c)]
+        jobs = [(urls[i % 3], i) for i in range(48)]
+        with concurrent.futures.ThreadPoolExecutor(12) as pool:
+            answers = list(pool.map(lambda job: call(job[0], "calc", {"op": "add", "a": job[1], "b": 1}), jobs))
+    assert [r["structuredContent"]["result"] for r in answers] == [i + 1 for i in range(48)]
+    calls = {r["_meta"]["toolwarden"]["call_id"] for r in answers}
+    # Host D never served a call, yet reads every host's records in one trail.
+    records = cli_json(deployment, d, "audit", "--json", "--tool", "calc")
+    assert {r["call_id"] for r in records if r["kind"] == "outcome"} == calls
+    seqs = [r["seq"] for r in records]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    checked = verify(deployment, d)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    stored = int(server.sql("SELECT count(*) FROM audit", database=database(deployment)))
+    assert json.loads(checked.stdout)["records"] == stored >= len(records)
+    # Editing one record in the database is found, from any host.
+    victim = seqs[len(seqs) // 2]
+    server.sql(f"UPDATE audit SET data = data || ' ' WHERE seq = {victim}", database=database(deployment))
+    broken = verify(deployment, a)
+    assert broken.returncode == 1, broken.stdout
+    found = json.loads(broken.stdout)
+    assert found["status"] == "broken" and found["seq"] == victim, found
+
+
+def test_killing_a_host_mid_stream_loses_no_committed_record(hosts, server):
+    deployment, (a, b, c, d) = hosts
+    config = deployment.workspace / "toolwarden.toml"
+    config.write_text(config.read_text() + '\n[audit]\ndurability = "sync"\n')
+    answered = []
+    with http_serve(env(deployment, a)) as (_, url_a), http_serve(env(deployment, b)) as (victim, url_b):
+        def stream(url):
+            for i in range(40):
+                try:
+                    answered.append(call(url, "calc", {"op": "mul", "a": i, "b": 2})["_meta"]["toolwarden"]["call_id"])
+                except (OSError, urllib.error.URLError, KeyError, json.JSONDecodeError):
+                    return
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            streams = [pool.submit(stream, url_a), pool.submit(stream, url_b)]
+            while len(answered) < 20:
+                pass
+            victim.kill()
+            for s in streams:
+                s.result()
+    assert len(answered) >= 40, "host A went on after B was killed"
+    assert_trail_holds(deployment, d, answered)
