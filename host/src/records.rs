@@ -7,7 +7,7 @@ use crate::approval::{Approval, ApprovalDecision, Approvals, Decider};
 use crate::audit::{Audit, Event, Record, Redactor, Stats, Subject, Verification};
 use crate::config::Config;
 use crate::error::Error;
-pub use crate::store::{AuditFilter, DB_FILE, HEAD_FILE, Head};
+pub use crate::store::{AuditFilter, Copied, DB_FILE, HEAD_FILE, Head};
 use crate::store::{Store, StoreError};
 use std::sync::Arc;
 
@@ -45,6 +45,25 @@ impl Records {
             )?,
             store,
         })
+    }
+
+    /// `toolwarden store migrate`: copies this host's SQLite state (its
+    /// approvals, audit chain and executions) into the shared store the
+    /// config names, which must be empty. `None` when it names none.
+    pub fn migrate_to_shared(config: &Config) -> Result<Option<Copied>, Error> {
+        let Some(settings) = &config.shared_store else {
+            return Ok(None);
+        };
+        let state = |source: StoreError| Error::State {
+            path: source.path.clone(),
+            source,
+        };
+        let local = Store::open(&config.state_dir, None).map_err(state)?;
+        let shared = Store::connect_shared(settings).map_err(state)?;
+        shared
+            .import(&local)
+            .map(Some)
+            .map_err(|e| state(StoreError::shared(settings, e)))
     }
 
     fn state(&self, source: StoreError) -> Error {

@@ -187,6 +187,11 @@ pub enum Command {
         #[command(subcommand)]
         command: PluginsCommand,
     },
+    /// The shared store several hosts use ([store] in the config)
+    Store {
+        #[command(subcommand)]
+        command: StoreCommand,
+    },
     /// Review and decide approvals that the policy asked for
     Approvals {
         #[command(subcommand)]
@@ -217,6 +222,17 @@ pub enum PolicyCommand {
     Diff,
     /// Trust the config file as it is now (after reviewing `policy diff`)
     Trust,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Copy this host's state (approvals, audit chain, executions) from its
+    /// SQLite file into the empty shared store, chain intact
+    Migrate {
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -17,7 +17,10 @@ use crate::call::Tracing;
 use crate::config::{Config, ConfigBuilder, default_plugins_dir};
 use crate::error::Error;
 use crate::outcome::Status;
-use args::{ApprovalsCommand, AuditCommand, Command, GlobalArgs, PluginsCommand, PolicyCommand};
+use args::{
+    ApprovalsCommand, AuditCommand, Command, GlobalArgs, PluginsCommand, PolicyCommand,
+    StoreCommand,
+};
 use clap::Parser;
 use commands::trust::Use;
 use printer::Printer;
@@ -238,6 +241,9 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
         Command::Schemas { format, profile } => {
             commands::schemas::run(config()?, format, profile.profile, printer)
         }
+        Command::Store {
+            command: StoreCommand::Migrate { json },
+        } => commands::store::migrate(&config()?, json, printer),
         Command::Approvals { command } => match command {
             ApprovalsCommand::List { json } => commands::approvals::list(&config()?, json, printer),
             ApprovalsCommand::Show { id, json } => {

@@ -51,4 +51,35 @@ impl Store {
             .map_err(|e| self.error(e))?;
         rows.collect::<Result<_, _>>().map_err(|e| self.error(e))
     }
+
+    /// Up to `limit` executions stored after row `after` (a rowid, 0 for
+    /// the first), each with its rowid: for copying them out in chunks.
+    pub fn executions_after(
+        &self,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<(i64, ExecutionRow)>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT rowid, session, tool, args_digest, duration_us, ts_ms FROM executions \
+                 WHERE rowid > ?1 ORDER BY rowid LIMIT ?2",
+            )
+            .map_err(|e| self.error(e))?;
+        let rows = stmt
+            .query_map(params![after, limit], |r| {
+                Ok((
+                    r.get(0)?,
+                    ExecutionRow {
+                        session: Arc::from(r.get::<_, String>(1)?),
+                        tool: Arc::from(r.get::<_, String>(2)?),
+                        args_digest: Arc::from(r.get::<_, String>(3)?),
+                        duration_us: r.get(4)?,
+                        ts_ms: r.get(5)?,
+                    },
+                ))
+            })
+            .map_err(|e| self.error(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.error(e))
+    }
 }

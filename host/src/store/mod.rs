@@ -20,7 +20,7 @@ pub use audit::{AuditFilter, AuditRow, Checkpoint, NewAuditRow};
 pub use executions::ExecutionRow;
 pub use head::{HEAD_FILE, Head};
 pub use keys::KeyState;
-pub use shared::{Shared, SharedSettings, StoreSection};
+pub use shared::{Copied, Shared, SharedError, SharedSettings, StoreSection};
 
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
@@ -138,6 +138,16 @@ pub struct StoreError {
     pub path: PathBuf,
     #[source]
     pub source: Failure,
+}
+
+impl StoreError {
+    /// A failure of the shared store `settings` names.
+    pub fn shared(settings: &SharedSettings, source: SharedError) -> StoreError {
+        StoreError {
+            path: PathBuf::from(settings.shown()),
+            source: source.into(),
+        }
+    }
 }
 
 /// What failed, in either database.
@@ -361,9 +371,6 @@ impl Store {
     pub fn connect_shared(settings: &SharedSettings) -> Result<Arc<Shared>, StoreError> {
         Shared::open(settings)
             .map(Arc::new)
-            .map_err(|source| StoreError {
-                path: PathBuf::from(settings.shown()),
-                source: source.into(),
-            })
+            .map_err(|source| StoreError::shared(settings, source))
     }
 }

@@ -12,6 +12,7 @@ pub mod new;
 pub mod policy;
 pub mod schemas;
 pub mod serve;
+pub mod store;
 pub mod trust;
 pub mod turn;
 

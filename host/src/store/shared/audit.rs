@@ -12,7 +12,8 @@ use std::ops::ControlFlow;
 use tokio_postgres::{GenericClient, Row};
 
 /// Taken by every transaction that extends or cuts the chain.
-const CHAIN_LOCK: &str = "SELECT pg_advisory_xact_lock(hashtext('toolwarden audit chain'))";
+pub(super) const CHAIN_LOCK: &str =
+    "SELECT pg_advisory_xact_lock(hashtext('toolwarden audit chain'))";
 
 const INSERT_AUDIT: &str = "INSERT INTO audit \
     (seq, ts_ms, call_id, session, tool, kind, data, prev_hash, hash) \
@@ -34,50 +35,13 @@ impl Shared {
             let tx = client.transaction().await?;
             tx.execute(CHAIN_LOCK, &[]).await?;
             let (mut seq, mut prev) = tail(&tx).await?;
-            if !rows.is_empty() {
-                let insert = tx.prepare(INSERT_AUDIT).await?;
-                for row in rows {
-                    seq += 1;
-                    let digest = hash(seq, row, &prev);
-                    tx.execute(
-                        &insert,
-                        &[
-                            &seq,
-                            &row.ts_ms,
-                            &row.call_id.as_ref(),
-                            &row.session.as_ref(),
-                            &row.tool.as_ref(),
-                            &row.kind.as_ref(),
-                            &row.data,
-                            &prev,
-                            &digest,
-                        ],
-                    )
-                    .await?;
-                    prev = digest;
-                }
+            for row in rows {
+                seq += 1;
+                let digest = hash(seq, row, &prev);
+                insert_record(&tx, seq, row, &prev, &digest).await?;
+                prev = digest;
             }
-            if !executions.is_empty() {
-                let insert = tx
-                    .prepare(
-                        "INSERT INTO executions (session, tool, args_digest, duration_us, ts_ms) \
-                         VALUES ($1, $2, $3, $4, $5)",
-                    )
-                    .await?;
-                for e in executions {
-                    tx.execute(
-                        &insert,
-                        &[
-                            &e.session.as_ref(),
-                            &e.tool.as_ref(),
-                            &e.args_digest.as_ref(),
-                            &e.duration_us,
-                            &e.ts_ms,
-                        ],
-                    )
-                    .await?;
-                }
-            }
+            insert_executions(&tx, executions).await?;
             tx.commit().await?;
             Ok((seq, prev))
         })
@@ -160,21 +124,7 @@ impl Shared {
                 &[&through.seq, &through.hash, &note.ts_ms],
             )
             .await?;
-            tx.execute(
-                INSERT_AUDIT,
-                &[
-                    &seq,
-                    &note.ts_ms,
-                    &note.call_id.as_ref(),
-                    &note.session.as_ref(),
-                    &note.tool.as_ref(),
-                    &note.kind.as_ref(),
-                    &note.data,
-                    &prev,
-                    &digest,
-                ],
-            )
-            .await?;
+            insert_record(&tx, seq, note, &prev, &digest).await?;
             tx.commit().await?;
             Ok(Some((seq, digest)))
         })
@@ -228,6 +178,55 @@ impl Shared {
     }
 }
 
+/// Stores record `seq` as given (its hash already computed).
+pub(super) async fn insert_record(
+    client: &impl GenericClient,
+    seq: i64,
+    row: &NewAuditRow,
+    prev: &str,
+    hash: &str,
+) -> Result<(), SharedError> {
+    client
+        .execute(
+            INSERT_AUDIT,
+            &[
+                &seq,
+                &row.ts_ms,
+                &row.call_id.as_ref(),
+                &row.session.as_ref(),
+                &row.tool.as_ref(),
+                &row.kind.as_ref(),
+                &row.data,
+                &prev,
+                &hash,
+            ],
+        )
+        .await?;
+    Ok(())
+}
+
+pub(super) async fn insert_executions(
+    client: &impl GenericClient,
+    executions: &[ExecutionRow],
+) -> Result<(), SharedError> {
+    for e in executions {
+        client
+            .execute(
+                "INSERT INTO executions (session, tool, args_digest, duration_us, ts_ms) \
+                 VALUES ($1, $2, $3, $4, $5)",
+                &[
+                    &e.session.as_ref(),
+                    &e.tool.as_ref(),
+                    &e.args_digest.as_ref(),
+                    &e.duration_us,
+                    &e.ts_ms,
+                ],
+            )
+            .await?;
+    }
+    Ok(())
+}
+
 /// The chain's last record as `client` sees it; with none left, where a cut
 /// left it; with neither, its start.
 async fn tail(client: &impl GenericClient) -> Result<(i64, String), SharedError> {
@@ -242,7 +241,9 @@ async fn tail(client: &impl GenericClient) -> Result<(i64, String), SharedError>
         .map_or_else(|| (0, GENESIS.to_owned()), |c| (c.seq, c.hash)))
 }
 
-async fn checkpoint(client: &impl GenericClient) -> Result<Option<Checkpoint>, SharedError> {
+pub(super) async fn checkpoint(
+    client: &impl GenericClient,
+) -> Result<Option<Checkpoint>, SharedError> {
     let row = client
         .query_opt("SELECT seq, hash FROM audit_checkpoint WHERE id = 1", &[])
         .await?;

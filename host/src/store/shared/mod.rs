@@ -20,6 +20,9 @@
 //! the environment, never from the URL, and is never shown.
 
 mod audit;
+mod import;
+
+pub use import::Copied;
 
 use super::approvals::{ApprovalRow, ApprovalState, COLUMNS, Consumed};
 use crate::settings::SettingError;
@@ -28,7 +31,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use tokio_postgres::config::Host;
-use tokio_postgres::{Client, Config, NoTls, Row};
+use tokio_postgres::{Client, Config, GenericClient, NoTls, Row};
 
 /// The URL of the shared store, overriding `[store] url`.
 const URL_ENV: &str = "TOOLWARDEN_STORE_URL";
@@ -239,6 +242,12 @@ pub enum SharedError {
     Postgres(#[from] tokio_postgres::Error),
     #[error("{0}")]
     Setup(String),
+    /// Reading the SQLite state to copy failed.
+    #[error("reading the state to copy: {0}")]
+    Source(String),
+    /// The shared store already holds state: copying would mix two.
+    #[error("{0}")]
+    NotEmpty(String),
 }
 
 /// The shared store: one connection, reconnected when lost.
@@ -349,36 +358,7 @@ impl Shared {
 
     pub fn insert_approval(&self, row: &ApprovalRow) -> Result<(), SharedError> {
         let client = self.client()?;
-        wait(client.execute(
-            &format!(
-                "INSERT INTO approvals ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, \
-                 $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)"
-            ),
-            &[
-                &row.id,
-                &row.tool,
-                &row.args,
-                &row.args_digest,
-                &row.session,
-                &row.plugin_sha256,
-                &row.grant_fs,
-                &row.policy_hash,
-                &row.reason,
-                &row.state.as_str(),
-                &row.decided_reason,
-                &row.created_ms,
-                &row.expires_ms,
-                &row.decided_ms,
-                &row.consumed_ms,
-                &row.grant_net,
-                &row.decided_by,
-                &row.rules,
-                &row.profile,
-                &row.preview,
-                &row.bound_files,
-            ],
-        ))?;
-        Ok(())
+        wait(insert_approval(&*client, row))
     }
 
     pub fn approval(&self, id: &str) -> Result<Option<ApprovalRow>, SharedError> {
@@ -571,6 +551,44 @@ impl Shared {
             .then(|| row.try_get(0))
             .transpose()?)
     }
+}
+
+async fn insert_approval(
+    client: &impl GenericClient,
+    row: &ApprovalRow,
+) -> Result<(), SharedError> {
+    client
+        .execute(
+            &format!(
+                "INSERT INTO approvals ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, \
+                 $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)"
+            ),
+            &[
+                &row.id,
+                &row.tool,
+                &row.args,
+                &row.args_digest,
+                &row.session,
+                &row.plugin_sha256,
+                &row.grant_fs,
+                &row.policy_hash,
+                &row.reason,
+                &row.state.as_str(),
+                &row.decided_reason,
+                &row.created_ms,
+                &row.expires_ms,
+                &row.decided_ms,
+                &row.consumed_ms,
+                &row.grant_net,
+                &row.decided_by,
+                &row.rules,
+                &row.profile,
+                &row.preview,
+                &row.bound_files,
+            ],
+        )
+        .await?;
+    Ok(())
 }
 
 async fn migrate(client: &mut Client) -> Result<(), SharedError> {
