@@ -123,6 +123,20 @@ impl From<String> for SessionId {
     }
 }
 
+/// Written as its text; read back as an id named elsewhere (it has a
+/// history), like [`SessionId::from`].
+impl serde::Serialize for SessionId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.id)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SessionId {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(SessionId::from)
+    }
+}
+
 /// Lets another task stop a call. Cloning shares the token.
 pub use tokio_util::sync::CancellationToken as CancelToken;
 

@@ -11,6 +11,14 @@ pub use crate::store::{AuditFilter, Copied, DB_FILE, HEAD_FILE, Head};
 use crate::store::{Store, StoreError};
 use std::sync::Arc;
 
+/// A store failure as the host reports it, naming the database.
+fn state_error(source: StoreError) -> Error {
+    Error::State {
+        path: source.path.clone(),
+        source,
+    }
+}
+
 #[derive(Debug)]
 pub struct Records {
     approvals: Approvals,
@@ -21,17 +29,13 @@ pub struct Records {
 impl Records {
     /// Opens (or creates) the database in the config's state directory.
     pub fn open(config: &Config) -> Result<Records, Error> {
-        let state = |source: StoreError| Error::State {
-            path: source.path.clone(),
-            source,
-        };
         let shared = config
             .shared_store
             .as_ref()
             .map(Store::connect_shared)
             .transpose()
-            .map_err(state)?;
-        let store = Arc::new(Store::open(&config.state_dir, shared).map_err(state)?);
+            .map_err(state_error)?;
+        let store = Arc::new(Store::open(&config.state_dir, shared).map_err(state_error)?);
         Ok(Records {
             approvals: Approvals::new(
                 Arc::clone(&store),
@@ -54,23 +58,12 @@ impl Records {
         let Some(settings) = &config.shared_store else {
             return Ok(None);
         };
-        let state = |source: StoreError| Error::State {
-            path: source.path.clone(),
-            source,
-        };
-        let local = Store::open(&config.state_dir, None).map_err(state)?;
-        let shared = Store::connect_shared(settings).map_err(state)?;
+        let local = Store::open(&config.state_dir, None).map_err(state_error)?;
+        let shared = Store::connect_shared(settings).map_err(state_error)?;
         shared
             .import(&local)
             .map(Some)
-            .map_err(|e| state(StoreError::shared(settings, e)))
-    }
-
-    fn state(&self, source: StoreError) -> Error {
-        Error::State {
-            path: self.store.path().to_owned(),
-            source,
-        }
+            .map_err(|e| state_error(StoreError::shared(settings, e)))
     }
 
     pub(crate) fn store(&self) -> Arc<Store> {
@@ -87,17 +80,17 @@ impl Records {
 
     /// Every approval, newest first.
     pub fn approvals(&self) -> Result<Vec<Approval>, Error> {
-        self.approvals.list().map_err(|e| self.state(e))
+        self.approvals.list().map_err(state_error)
     }
 
     /// A number that changes whenever an approval is asked, decided or
     /// used: cheap enough to poll.
     pub fn approvals_version(&self) -> Result<i64, Error> {
-        self.approvals.version().map_err(|e| self.state(e))
+        self.approvals.version().map_err(state_error)
     }
 
     pub fn approval(&self, id: &str) -> Result<Option<Approval>, Error> {
-        self.approvals.get(id).map_err(|e| self.state(e))
+        self.approvals.get(id).map_err(state_error)
     }
 
     /// Approves or denies a pending approval and records the decision in the
@@ -113,7 +106,7 @@ impl Records {
         let decided = self
             .approvals
             .decide(id, decision, reason, by)
-            .map_err(|e| self.state(e))?;
+            .map_err(state_error)?;
         if let Some((approval, true)) = &decided {
             let subject = Arc::new(Subject {
                 call_id: Arc::from(""),
@@ -132,7 +125,7 @@ impl Records {
     }
 
     pub fn audit(&self, filter: &AuditFilter) -> Result<Vec<Record>, Error> {
-        self.audit.records(filter).map_err(|e| self.state(e))
+        self.audit.records(filter).map_err(state_error)
     }
 
     /// How each tool behaved over the records `filter` selects.
@@ -141,7 +134,7 @@ impl Records {
     }
 
     pub fn verify(&self) -> Result<Verification, Error> {
-        self.audit.verify().map_err(|e| self.state(e))
+        self.audit.verify().map_err(state_error)
     }
 
     /// Moves the audit records that `cut` selects out of the database into

@@ -6,11 +6,12 @@
 //! for: one pending approval, or the answers a tool's questions got so far
 //! (with the session, tool and arguments they belong to). It is kept here,
 //! never trusted from the client: a retry with an unknown, expired, altered
-//! or already used state is refused (-32602) and runs nothing. Hosts that
-//! share a store keep their states in it, so a retry may reach any of them. Each state
+//! or already used state is refused (-32602) and runs nothing. Each state
 //! is taken out on first use, so it serves exactly one retry; for an
 //! approval, the approval machinery then re-checks every binding of the
 //! call (tool, arguments, plugin, grant, policy) and consumes it once.
+//! Hosts that share a store keep their states in it, so a retry may reach
+//! any of them.
 
 use crate::approval::ApprovalDecision;
 use crate::call::SessionId;
@@ -29,8 +30,9 @@ pub const APPROVAL_INPUT: &str = "approval";
 /// pending until its own expiry, and can still be decided from the CLI).
 const STATE_TTL: Duration = Duration::from_secs(900);
 
-/// What a request state stands for.
-#[derive(Clone, Debug)]
+/// What a request state stands for. A shared store keeps it as JSON.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Pending {
     /// A person's decision on one approval.
     Approval {
@@ -60,77 +62,6 @@ pub enum RequestStates {
 impl Default for RequestStates {
     fn default() -> Self {
         RequestStates::Local(Arc::default())
-    }
-}
-
-/// A pending state as the shared store keeps it.
-#[derive(Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-enum Kept {
-    Approval {
-        approval_id: String,
-        session: String,
-        tool: String,
-    },
-    Questions {
-        session: String,
-        tool: String,
-        arguments: Option<serde_json::Value>,
-        answers: Answers,
-    },
-}
-
-impl From<&Pending> for Kept {
-    fn from(pending: &Pending) -> Kept {
-        match pending.clone() {
-            Pending::Approval {
-                approval_id,
-                session,
-                tool,
-            } => Kept::Approval {
-                approval_id,
-                session: session.as_str().to_owned(),
-                tool,
-            },
-            Pending::Questions {
-                session,
-                tool,
-                arguments,
-                answers,
-            } => Kept::Questions {
-                session: session.as_str().to_owned(),
-                tool,
-                arguments: arguments.map(|a| (*a).clone()),
-                answers,
-            },
-        }
-    }
-}
-
-impl From<Kept> for Pending {
-    fn from(kept: Kept) -> Pending {
-        match kept {
-            Kept::Approval {
-                approval_id,
-                session,
-                tool,
-            } => Pending::Approval {
-                approval_id,
-                session: SessionId::from(session),
-                tool,
-            },
-            Kept::Questions {
-                session,
-                tool,
-                arguments,
-                answers,
-            } => Pending::Questions {
-                session: SessionId::from(session),
-                tool,
-                arguments: arguments.map(Arc::new),
-                answers,
-            },
-        }
     }
 }
 
@@ -166,7 +97,7 @@ impl RequestStates {
                 states.insert(state.clone(), (pending, Instant::now()));
             }
             RequestStates::Shared(store) => {
-                let kept = serde_json::to_string(&Kept::from(&pending))
+                let kept = serde_json::to_string(&pending)
                     .map_err(|e| tracing::warn!("a request state could not be written: {e}"))
                     .ok()?;
                 let now = now_ms();
@@ -193,9 +124,7 @@ impl RequestStates {
                 let kept = store
                     .take_request_state(&shared_key(state), now_ms() - ttl_ms())
                     .map_err(|e| e.to_string())?;
-                Ok(kept
-                    .and_then(|text| serde_json::from_str::<Kept>(&text).ok())
-                    .map(Pending::from))
+                Ok(kept.and_then(|text| serde_json::from_str::<Pending>(&text).ok()))
             }
         }
     }
@@ -321,10 +250,9 @@ mod tests {
             },
         ];
         for before in pending {
-            let text = serde_json::to_string(&Kept::from(&before)).unwrap_or_default();
-            let after = Pending::from(
-                serde_json::from_str::<Kept>(&text).unwrap_or_else(|e| panic!("{e}: {text}")),
-            );
+            let text = serde_json::to_string(&before).unwrap_or_default();
+            let after =
+                serde_json::from_str::<Pending>(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
             assert_eq!(
                 format!("{before:?}").replace("minted: true", "minted: false"),
                 format!("{after:?}")
