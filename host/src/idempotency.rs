@@ -64,12 +64,6 @@ pub fn key(session: &str, tool: &str, args_digest: &str, approval: Option<&str>)
     hex::encode(hash.finalize())
 }
 
-/// How long past the longest a call can run a claim is still honoured:
-/// generous, because waiting for a free sandbox (`limits.max_instances`)
-/// does not count against a call's deadline, and a claim that lapsed while
-/// its call still waited would let the key run twice.
-const CLAIM_SLACK: Duration = Duration::from_secs(10 * 60);
-
 /// The recorded outcomes of keyed calls.
 #[derive(Debug)]
 pub struct Keys {
@@ -102,12 +96,12 @@ pub struct Claim {
 }
 
 impl Keys {
-    /// `longest_run`: the longest a call may run (`limits.timeout_ms`).
-    pub fn new(store: Arc<Store>, window: Duration, longest_run: Duration) -> Keys {
+    /// `lease`: how long a claim may be held (`Limits::longest_hold`).
+    pub fn new(store: Arc<Store>, window: Duration, lease: Duration) -> Keys {
         Keys {
             store,
             window,
-            lease: longest_run + CLAIM_SLACK,
+            lease,
         }
     }
 

@@ -33,6 +33,13 @@ pub const DEFAULT_MAX_DESCRIPTION_KB: u64 = 8;
 /// it is parsed.
 pub const DEFAULT_MAX_SCHEMA_KB: u64 = 256;
 
+/// How long past the longest a call can run something it holds (a keyed
+/// call's claim, a budget unit in a shared store) is still honoured:
+/// generous, because waiting for a free sandbox (`max_instances`) does not
+/// count against a call's deadline, and a hold that lapsed while its call
+/// still waited would let the call's effect happen twice.
+const HOLD_SLACK: Duration = Duration::from_secs(10 * 60);
+
 /// Upper bounds on the settings, so a typo cannot disable a limit.
 const MAX_TIMEOUT_MS: u64 = 600_000;
 const MAX_MEMORY_MB: u64 = 4096;
@@ -82,6 +89,12 @@ impl Limits {
                 .min(Duration::from_millis(u64::from(ms).max(1))),
             None => self.timeout,
         }
+    }
+
+    /// How long a call may hold a claim or a reservation: past it, the call
+    /// cannot still be running (its process died) and the hold lapses.
+    pub fn longest_hold(&self) -> Duration {
+        self.timeout + HOLD_SLACK
     }
 }
 

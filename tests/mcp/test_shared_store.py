@@ -3,7 +3,8 @@ asked through one host is decided from another and consumed exactly once
 when two more race to run it; an `input_required` retry runs once on
 whichever host it lands; every host appends to one audit chain that
 verifies, shows an edit, and loses no committed record when a host is
-killed; losing the database fails closed and the host recovers by itself
+killed; a session's budget, duplicate guard and keyed calls hold across
+hosts, however its calls are spread; losing the database fails closed and the host recovers by itself
 when it is back. Each host has a
 state directory of its own (its own SQLite file, as on its own machine);
 they share the workspace and plugins, as replicas behind a load balancer
@@ -13,13 +14,15 @@ share one deployment. A real PostgreSQL 15 server runs for these tests
 import concurrent.futures
 import contextlib
 import json
+import shutil
 import subprocess
+import time
 import urllib.error
 import urllib.request
 
 import pytest
 
-from conftest import BINARY, Host, http_serve
+from conftest import BINARY, WASM, Host, http_serve
 from postgres import postgres
 
 ARGS = {"path": "shared.txt", "content": "written once"}
@@ -62,13 +65,16 @@ def cli(deployment: Host, state, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60)
 
 
-def rpc(url: str, name: str, arguments: dict, caps: dict | None = None, **params) -> dict:
-    """One 2026-07-28 `tools/call` on a connection of its own; its JSON-RPC answer."""
+def rpc(url: str, name: str, arguments: dict, caps: dict | None = None, session=None, **params) -> dict:
+    """One 2026-07-28 `tools/call` on a connection of its own, in the
+    session it names if any; its JSON-RPC answer."""
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+            "io.modelcontextprotocol/clientCapabilities": caps or {}}
+    if session is not None:
+        meta["toolwarden/session"] = session
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": name, "arguments": arguments, **params,
-        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                  "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
-                  "io.modelcontextprotocol/clientCapabilities": caps or {}}}}).encode()
+        "name": name, "arguments": arguments, **params, "_meta": meta}}).encode()
     request = urllib.request.Request(url, data=body, method="POST", headers={
         "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
         "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": name})
@@ -83,8 +89,8 @@ def rpc(url: str, name: str, arguments: dict, caps: dict | None = None, **params
     return json.loads(text)
 
 
-def call(url: str, name: str, arguments: dict) -> dict:
-    return rpc(url, name, arguments)["result"]
+def call(url: str, name: str, arguments: dict, session=None) -> dict:
+    return rpc(url, name, arguments, session=session)["result"]
 
 
 def code(result: dict):
@@ -124,6 +130,10 @@ def database(deployment: Host) -> str:
 
 def test_an_approval_asked_on_one_host_is_decided_on_another_and_consumed_once(hosts):
     deployment, (a, b, c, d) = hosts
+    # Repeats allowed, so that the approval alone stands between the racers
+    # (otherwise the duplicate guard, shared too, stops the second first).
+    config = deployment.workspace / "toolwarden.toml"
+    config.write_text(config.read_text() + "\n[budget]\nallow_duplicate_calls = true\n")
     with http_serve(env(deployment, a)) as (_, url):
         asked = call(url, "write_file", ARGS)
         assert code(asked) == "APPROVAL_REQUIRED", asked
@@ -152,8 +162,18 @@ def test_an_approval_asked_on_one_host_is_decided_on_another_and_consumed_once(h
     assert shown.returncode == 0 and "consumed" in shown.stdout, shown.stdout + shown.stderr
 
 
-def test_losing_the_database_fails_closed_and_the_host_recovers_by_itself(hosts, server):
+@pytest.mark.parametrize("repeats,first_check", [
+    (True, ("APPROVAL_UNAVAILABLE", "approval")),
+    (False, ("HOST_ERROR", "budget could not be checked")),
+], ids=["approval", "budget"])
+def test_losing_the_database_fails_closed(hosts, server, repeats, first_check):
+    """... and the host recovers by itself. The first step a call takes in
+    the database is the budget's duplicate check (a write's repeats are
+    refused by default), else the approval book."""
     deployment, (a, *_, d) = hosts
+    if repeats:
+        config = deployment.workspace / "toolwarden.toml"
+        config.write_text(config.read_text() + "\n[budget]\nallow_duplicate_calls = true\n")
     answered = []
     with http_serve(env(deployment, a)) as (proc, url):
         assert code(call(url, "write_file", ARGS)) == "APPROVAL_REQUIRED"
@@ -162,8 +182,8 @@ def test_losing_the_database_fails_closed_and_the_host_recovers_by_itself(hosts,
         server.stop()
         try:
             down = call(url, "write_file", {**ARGS, "content": "while down"})
-            assert code(down) == "APPROVAL_UNAVAILABLE", down
-            assert "did not run" in down["content"][0]["text"]
+            assert code(down) == first_check[0], down
+            assert first_check[1] in down["content"][0]["text"] and "did not run" in down["content"][0]["text"]
             # The audit log is in the database too: the calls of the moment
             # the writer finds it gone may run (their records are kept and
             # committed once the database is back); from the first refusal
@@ -323,3 +343,92 @@ def test_store_migrate_copies_a_hosts_sqlite_state_with_its_chain_intact(hosts):
     again = cli(deployment, a, "store", "migrate")
     assert again.returncode != 0 and "already holds" in again.stderr, again.stderr
     assert cli_json(deployment, a, "audit", "verify", "--json")["records"] == local["records"]
+
+
+def replicas(deployment: Host, states, stack: contextlib.ExitStack) -> list:
+    return [stack.enter_context(http_serve(env(deployment, state)))[1] for state in states]
+
+
+def spread(urls: list, jobs: list, session: str) -> list:
+    """Runs every (tool, arguments) of `jobs` at once, the i-th through
+    `urls[i % len(urls)]`, all in `session`; the results in order."""
+    with concurrent.futures.ThreadPoolExecutor(len(jobs)) as pool:
+        return list(pool.map(lambda i: call(urls[i % len(urls)], *jobs[i], session=session),
+                             range(len(jobs))))
+
+
+def settled(server, deployment: Host, sql: str, want: str) -> str:
+    """`sql`'s answer once it is `want` (the batched writer commits a moment
+    after a call answers), or the last one after 5 seconds."""
+    deadline = time.monotonic() + 5
+    while (got := server.sql(sql, database=database(deployment))) != want and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return got
+
+
+def test_a_session_budget_holds_across_hosts_with_32_calls_racing_for_the_last_units(hosts, server):
+    deployment, (a, b, c, _) = hosts
+    config = deployment.workspace / "toolwarden.toml"
+    config.write_text(config.read_text() + "\n[budget]\nmax_calls = 12\n")
+    with contextlib.ExitStack() as stack:
+        urls = replicas(deployment, (a, b, c), stack)
+        # Nine calls, one after another, each on the next host.
+        for i in range(9):
+            first = call(urls[i % 3], "calc", {"op": "add", "a": i, "b": 0}, session="agent-7")
+            assert first["isError"] is False, first
+        # 32 calls race for the session's last three units over three hosts.
+        raced = spread(urls, [("calc", {"op": "add", "a": 100 + i, "b": 0}) for i in range(32)], "agent-7")
+        ran = [r for r in raced if r["isError"] is False]
+        stopped = [r for r in raced if code(r) == "BUDGET_EXCEEDED"]
+        assert len(ran) == 3 and len(stopped) == 29, [code(r) for r in raced]
+        assert "max_calls" in stopped[0]["content"][0]["text"]
+        # The budget is the session's: another session, or a call without
+        # one (its connection's own), still runs, on any host.
+        assert call(urls[1], "calc", {"op": "add", "a": 1, "b": 1}, session="agent-8")["isError"] is False
+        assert call(urls[2], "calc", {"op": "add", "a": 1, "b": 1})["isError"] is False
+        # A replica started after the race counts the same twelve.
+        late = replicas(deployment, (_,), stack)[0]
+        assert code(call(late, "calc", {"op": "add", "a": 0, "b": 0}, session="agent-7")) == "BUDGET_EXCEEDED"
+    executed = "SELECT count(*) FROM executions WHERE session = 'agent-7'"
+    assert settled(server, deployment, executed, "12") == "12"
+    assert settled(server, deployment, "SELECT count(*) FROM budget_reservations", "0") == "0", \
+        "every unit is either executed or given back"
+
+
+def test_a_repeated_call_runs_once_across_hosts_and_a_keyed_one_is_answered_again(hosts, server):
+    deployment, (a, b, c, _) = hosts
+    shutil.copy(WASM / "ledger.wasm", deployment.plugins)
+    config = deployment.workspace / "toolwarden.toml"
+    config.write_text(config.read_text().replace('decision = "ask"', 'decision = "allow"') +
+                      '\n[[rule]]\ntools = ["ledger_append"]\ndecision = "allow"\nreason = "a test ledger"\n')
+    with contextlib.ExitStack() as stack:
+        urls = replicas(deployment, (a, b, c), stack)
+        # The same write, 32 times at once over three hosts: it runs once.
+        writes = spread(urls, [("write_file", ARGS)] * 32, "agent-9")
+        assert sum(r["isError"] is False for r in writes) == 1, [code(r) for r in writes]
+        assert {code(r) for r in writes if r["isError"]} == {"DUPLICATE_CALL"}
+        # A keyed append, 32 times at once: it runs once; the repeats that
+        # come after it are answered with its recorded result.
+        appends = spread(urls, [("ledger_append", {"entry": "invoice 7 paid"})] * 32, "agent-9")
+        answered = [r for r in appends if r["isError"] is False]
+        assert answered and all(code(r) == "DUPLICATE_CALL" for r in appends if r["isError"]), appends
+        first = [r for r in answered if "replayed_from" not in r["_meta"]["toolwarden"]]
+        assert len(first) == 1, answered
+        replayed = {r["_meta"]["toolwarden"]["replayed_from"] for r in answered if r not in first}
+        assert replayed <= {first[0]["_meta"]["toolwarden"]["call_id"]}
+        again = call(urls[2], "ledger_append", {"entry": "invoice 7 paid"}, session="agent-9")
+        assert again["_meta"]["toolwarden"]["replayed_from"] == first[0]["_meta"]["toolwarden"]["call_id"]
+    assert (deployment.workspace / "ledger.txt").read_text() == "invoice 7 paid\n"
+    assert (deployment.workspace / "shared.txt").read_text() == ARGS["content"]
+
+
+@pytest.mark.parametrize("session", ["", "a b", "x" * 129, 7, "semi;colon", "new\nline"],
+                         ids=["empty", "space", "long", "number", "semicolon", "newline"])
+def test_a_malformed_session_is_refused(hosts, session):
+    deployment, (a, *_) = hosts
+    with http_serve(env(deployment, a)) as (_, url):
+        refused = rpc(url, "calc", {"op": "add", "a": 1, "b": 1}, session=session)
+        assert refused["error"]["code"] == -32602, refused
+        assert "toolwarden/session" in refused["error"]["message"]
+        assert call(url, "calc", {"op": "add", "a": 1, "b": 1}, session="ok-" + "x" * 125)["isError"] is False
+    assert [o["status"] for o in outcomes(deployment, a, "calc")] == ["ok"]

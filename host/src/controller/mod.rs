@@ -86,12 +86,13 @@ impl Controller {
             config.budget.clone(),
             records.store(),
             Arc::clone(&config.egress),
+            config.limits.longest_hold(),
         );
         let workspace = open_workspace(&config)?;
         let keys = Keys::new(
             records.store(),
             config.idempotency_window,
-            config.limits.timeout,
+            config.limits.longest_hold(),
         );
         Ok(Arc::new_cyclic(|me| Controller {
             me: me.clone(),

@@ -2,26 +2,31 @@
 //! that actually executed in the session (denied or pending calls never
 //! count, so asking for approval does not make the approved run a duplicate).
 //!
-//! The counts live in memory, loaded from the `executions` table the first
-//! time a session is seen (so a new process, such as each CLI call, carries
-//! on where the last one stopped) and written back through the audit writer.
-//! Passing the guard reserves the call's unit under the same lock that
-//! checked it, so two concurrent calls of one session can never both take
-//! the last unit; a reservation whose call does not run (refused later, or
-//! waiting for approval) is released when dropped. Run time is known only
-//! after a call, so concurrent calls may together overrun `max_run_ms`.
-//! Another process sharing the database and the session is not seen until
-//! this one loads the session again. A session id this process minted has
-//! no history, so it is never looked up; for the same reason its totals are
+//! On a host of its own, the counts live in memory, loaded from the
+//! `executions` table the first time a session is seen (so a new process,
+//! such as each CLI call, carries on where the last one stopped) and written
+//! back through the audit writer. Passing the guard reserves the call's unit
+//! under the same lock that checked it, so two concurrent calls of one
+//! session can never both take the last unit; a reservation whose call does
+//! not run (refused later, or waiting for approval) is released when
+//! dropped. Run time is known only after a call, so concurrent calls may
+//! together overrun `max_run_ms`. A session id this process minted has no
+//! history, so it is never looked up; for the same reason its totals are
 //! kept in memory for as long as anyone still holds the id (an MCP
 //! connection does), however many other sessions come and go.
+//!
+//! With a shared store (several hosts), nothing is counted in memory: each
+//! check reads what every host executed or holds reserved for the session,
+//! and reserves the unit, in one transaction under the session's lock (see
+//! `store::SharedBudget`), so the limits hold across hosts as on one. A
+//! call no limit or duplicate check could refuse reserves nothing there.
 
 use crate::call::SessionId;
 use crate::outcome::{CallError, ErrorCode};
 use crate::registry::Tool;
 use crate::settings::SettingError;
 use crate::spec::Effect;
-use crate::store::{ExecutionRow, Store, now_ms};
+use crate::store::{ExecutionGroup, ExecutionRow, NewReservation, SharedBudget, Store, now_ms};
 use serde::Deserialize;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -132,6 +137,17 @@ impl SessionTotals {
         }
     }
 
+    /// Totals of what a store says a session executed.
+    fn from_groups(groups: Vec<ExecutionGroup>) -> SessionTotals {
+        let mut totals = SessionTotals::default();
+        for g in groups {
+            let (tool, digest) = (Arc::from(g.tool), Arc::from(g.args_digest));
+            totals.add(&tool, Some(&digest), g.calls.max(0) as u64);
+            totals.run_us += g.duration_us.max(0) as u64;
+        }
+        totals
+    }
+
     fn remove_one(&mut self, tool: &str, digest: Option<&str>) {
         self.calls = self.calls.saturating_sub(1);
         if let Some(t) = self.tools.get_mut(tool) {
@@ -168,6 +184,8 @@ impl Sessions {
 pub(super) struct Ledger {
     sessions: Mutex<Sessions>,
     store: Arc<Store>,
+    /// How long a unit reserved in a shared store stays reserved.
+    lease: Duration,
 }
 
 /// A call's unit of its session's budget, held from the guard until the
@@ -181,6 +199,9 @@ pub struct Reservation {
     /// The call was counted under its digest too.
     per_args: bool,
     spent: bool,
+    /// The unit's id in a shared store, which counts it there until its
+    /// execution is stored or it is given back.
+    shared: Option<i64>,
 }
 
 impl Reservation {
@@ -199,6 +220,7 @@ impl Reservation {
             args_digest: Arc::clone(&self.digest),
             duration_us: us as i64,
             ts_ms: now_ms(),
+            reservation: self.shared.take(),
         }
     }
 
@@ -224,6 +246,13 @@ impl Reservation {
 
 impl Drop for Reservation {
     fn drop(&mut self) {
+        if let Some(id) = self.shared.take() {
+            // Not given back, the unit lapses with its lease.
+            if let Some(Err(e)) = self.ledger.store.shared_budget().map(|b| b.release(id)) {
+                tracing::warn!("a budget unit stays reserved until its lease ends: {e}");
+            }
+            return;
+        }
         if !self.spent
             && let Some(totals) = self.ledger.lock().totals.get_mut(&self.session)
         {
@@ -235,13 +264,14 @@ impl Drop for Reservation {
 }
 
 impl Ledger {
-    pub(super) fn new(store: Arc<Store>) -> Ledger {
+    pub(super) fn new(store: Arc<Store>, lease: Duration) -> Ledger {
         Ledger {
             sessions: Mutex::new(Sessions {
                 totals: Map::default(),
                 sweep_at: MAX_RESIDENT_SESSIONS,
             }),
             store,
+            lease,
         }
     }
 
@@ -253,10 +283,11 @@ impl Ledger {
     }
 
     fn load(&self, session: &SessionId) -> Result<SessionTotals, CallError> {
-        let mut totals = SessionTotals::default();
         if session.is_new() {
-            totals.minted = true;
-            return Ok(totals);
+            return Ok(SessionTotals {
+                minted: true,
+                ..SessionTotals::default()
+            });
         }
         let groups = self
             .store
@@ -267,12 +298,7 @@ impl Ledger {
                     format!("cannot read the session's history, so the call did not run: {e}"),
                 )
             })?;
-        for g in groups {
-            let (tool, digest) = (Arc::from(g.tool), Arc::from(g.args_digest));
-            totals.add(&tool, Some(&digest), g.calls.max(0) as u64);
-            totals.run_us += g.duration_us.max(0) as u64;
-        }
-        Ok(totals)
+        Ok(SessionTotals::from_groups(groups))
     }
 
     /// Checks the call against the session's budget and, if it fits,
@@ -284,6 +310,35 @@ impl Ledger {
         tool: &Tool,
         digest: Arc<str>,
     ) -> Result<Reservation, CallError> {
+        let per_args = repeats_checked(budget, tool);
+        let shared = match self.store.shared_budget() {
+            Some(store) => self.reserve_shared(&store, budget, session, tool, &digest, per_args)?,
+            None => {
+                self.reserve_here(budget, session, tool, &digest, per_args)?;
+                None
+            }
+        };
+        // Made only once the unit is counted: a dropped reservation gives it back.
+        Ok(Reservation {
+            ledger: Arc::clone(self),
+            session: session.shared(),
+            tool: Arc::clone(&tool.name),
+            digest,
+            per_args,
+            spent: false,
+            shared,
+        })
+    }
+
+    /// Counts the call's unit in this process's totals of its session.
+    fn reserve_here(
+        &self,
+        budget: &Budget,
+        session: &SessionId,
+        tool: &Tool,
+        digest: &Arc<str>,
+        per_args: bool,
+    ) -> Result<(), CallError> {
         let mut sessions = self.lock();
         let sessions = &mut *sessions;
         let totals = match sessions.totals.get_mut(session.as_str()) {
@@ -296,18 +351,52 @@ impl Ledger {
                 sessions.totals.entry(session.shared()).or_insert(loaded)
             }
         };
-        let per_args = repeats_checked(budget, tool);
-        check(budget, totals, tool, per_args.then_some(&*digest))?;
-        totals.add(&tool.name, per_args.then_some(&digest), 1);
+        check(budget, totals, tool, per_args.then_some(&**digest))?;
+        totals.add(&tool.name, per_args.then_some(digest), 1);
         totals.in_flight += 1;
-        Ok(Reservation {
-            ledger: Arc::clone(self),
-            session: session.shared(),
-            tool: Arc::clone(&tool.name),
-            digest,
-            per_args,
-            spent: false,
-        })
+        Ok(())
+    }
+
+    /// Reserves the call's unit in the shared store, unless no limit or
+    /// duplicate check could refuse it; the unit's id there.
+    fn reserve_shared(
+        &self,
+        store: &SharedBudget<'_>,
+        budget: &Budget,
+        session: &SessionId,
+        tool: &Tool,
+        digest: &str,
+        per_args: bool,
+    ) -> Result<Option<i64>, CallError> {
+        let could_refuse = per_args
+            || budget.max_calls.is_some()
+            || budget.max_calls_per_tool.is_some()
+            || budget.max_run_time.is_some();
+        if !could_refuse {
+            return Ok(None);
+        }
+        let now = now_ms();
+        let unit = NewReservation {
+            session: session.as_str(),
+            tool: &tool.name,
+            args_digest: if per_args { digest } else { "" },
+            expires_ms: now.saturating_add(self.lease.as_millis() as i64),
+        };
+        let digest = per_args.then_some(digest);
+        let admitted = store
+            .reserve(&unit, now, |groups| {
+                check(budget, &SessionTotals::from_groups(groups), tool, digest)
+            })
+            .map_err(|e| {
+                CallError::new(
+                    ErrorCode::HostError,
+                    format!(
+                        "the session's budget could not be checked in the shared store, so the \
+                         call did not run: {e}"
+                    ),
+                )
+            })?;
+        Ok(Some(admitted?))
     }
 }
 

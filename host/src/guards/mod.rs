@@ -57,16 +57,19 @@ impl AdmittedCall {
 }
 
 impl Guards {
+    /// `lease`: how long a budget unit a shared store holds for a call may
+    /// stay reserved (`Limits::longest_hold`).
     pub fn new(
         sandbox: SandboxMode,
         budget: Budget,
         store: Arc<Store>,
         egress: Arc<Egress>,
+        lease: std::time::Duration,
     ) -> Guards {
         Guards {
             sandbox,
             budget,
-            ledger: Arc::new(budget::Ledger::new(store)),
+            ledger: Arc::new(budget::Ledger::new(store, lease)),
             egress,
         }
     }

@@ -14,8 +14,9 @@
 //! clients that declared the tasks extension, a call that outlasts a moment
 //! goes on as a task (see `tasks`).
 //!
-//! One connection is one session: budgets, duplicate detection and
-//! approvals are bound to it. Only this module names `rmcp`.
+//! One connection is one session, unless a request names its own
+//! ([`SESSION_META`]): budgets, duplicate detection and approvals are bound
+//! to it. Only this module names `rmcp`.
 
 mod approvals;
 mod convert;
@@ -77,6 +78,14 @@ pub struct Server {
 /// The `_meta` key a request declares its session's profile with.
 pub const PROFILE_META: &str = "toolwarden/profile";
 
+/// The `_meta` key a request names its session with, in place of its
+/// connection's: a client that spreads its calls over connections (or over
+/// hosts sharing a store) keeps one budget and one duplicate guard.
+pub const SESSION_META: &str = "toolwarden/session";
+
+/// Longest session name a request may declare.
+const MAX_SESSION_NAME: usize = 128;
+
 impl Server {
     /// A stdio connection whose long calls go on on the runtime `calls`
     /// and, when they finish, tell `waiting`.
@@ -126,6 +135,32 @@ impl Server {
             serde_json::Value::String(name) => Arc::from(name.as_str()),
             other => Arc::from(other.to_string()),
         })
+    }
+
+    /// The session a request runs in: the one its `_meta` names, else its
+    /// connection's. A name is 1 to 128 letters, digits, `.`, `_`, `:` or
+    /// `-`, so it cannot smuggle anything into the logs that show it.
+    fn session(&self, meta: &rmcp::model::RequestMetaObject) -> Result<SessionId, McpError> {
+        let Some(declared) = meta.0.get(SESSION_META) else {
+            return Ok(self.session.clone());
+        };
+        match declared.as_str() {
+            Some(name)
+                if !name.is_empty()
+                    && name.len() <= MAX_SESSION_NAME
+                    && name
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b)) =>
+            {
+                Ok(SessionId::from(name.to_owned()))
+            }
+            _ => Err(McpError::invalid_params(
+                format!(
+                    "toolwarden: `_meta.{SESSION_META}` must be a string of 1 to                      {MAX_SESSION_NAME} letters, digits, `.`, `_`, `:` or `-`; nothing ran"
+                ),
+                None,
+            )),
+        }
     }
 
     /// Serves MCP over Streamable HTTP until the process stops.
@@ -244,7 +279,7 @@ impl ServerHandler for Server {
             .take()
             .map_or(RawArgs::Text(String::new()), RawArgs::from);
         let mut request =
-            CallRequest::new(params.name.to_string(), args).in_session(self.session.clone());
+            CallRequest::new(params.name.to_string(), args).in_session(self.session(&cx.meta)?);
         request.profile = self.profile(&cx.meta);
         self.refuse_untasked(&request.tool, &cx)?;
         let modern = cx

@@ -1,6 +1,7 @@
 //! The `executions` table: calls that reached a plugin, per session, for
 //! budgets and duplicate detection. Denied or pending calls are never here.
 
+use super::shared::{NewReservation, Shared};
 use super::{Store, StoreError};
 use rusqlite::params;
 use std::sync::Arc;
@@ -13,6 +14,9 @@ pub struct ExecutionRow {
     pub args_digest: Arc<str>,
     pub duration_us: i64,
     pub ts_ms: i64,
+    /// The unit the call held in the shared store, which leaves it in the
+    /// transaction that stores this row.
+    pub reservation: Option<i64>,
 }
 
 /// How often a session ran one tool with one set of arguments, and for how long.
@@ -24,7 +28,45 @@ pub struct ExecutionGroup {
     pub duration_us: i64,
 }
 
+/// The budget units the hosts sharing a store hold for their calls.
+pub struct SharedBudget<'a> {
+    store: &'a Store,
+    shared: &'a Shared,
+}
+
+impl SharedBudget<'_> {
+    /// Hands `admit` what `unit`'s session executed or holds reserved on any
+    /// host, under a lock no other host's reservation for the session can
+    /// pass, and reserves the unit if it admits the call; the unit's id.
+    pub fn reserve<E>(
+        &self,
+        unit: &NewReservation<'_>,
+        now_ms: i64,
+        admit: impl FnOnce(Vec<ExecutionGroup>) -> Result<(), E>,
+    ) -> Result<Result<i64, E>, StoreError> {
+        self.shared
+            .reserve(unit, now_ms, admit)
+            .map_err(|e| self.store.shared_error(e))
+    }
+
+    /// Gives back a unit whose call did not run.
+    pub fn release(&self, reservation: i64) -> Result<(), StoreError> {
+        self.shared
+            .release(reservation)
+            .map_err(|e| self.store.shared_error(e))
+    }
+}
+
 impl Store {
+    /// With a shared store, where budgets are counted across hosts; without
+    /// one, `None`: this process counts its sessions itself.
+    pub fn shared_budget(&self) -> Option<SharedBudget<'_>> {
+        self.shared.as_deref().map(|shared| SharedBudget {
+            store: self,
+            shared,
+        })
+    }
+
     /// Everything `session` has executed, grouped by tool and arguments.
     pub fn session_executions(&self, session: &str) -> Result<Vec<ExecutionGroup>, StoreError> {
         if let Some(shared) = &self.shared {
@@ -76,6 +118,7 @@ impl Store {
                         args_digest: Arc::from(r.get::<_, String>(3)?),
                         duration_us: r.get(4)?,
                         ts_ms: r.get(5)?,
+                        reservation: None,
                     },
                 ))
             })

@@ -1,6 +1,8 @@
 //! The `idempotency` table: one row per key of a keyed call, claimed
 //! before the call runs, holding its output once it succeeded. A claim is
 //! one `INSERT`: of two processes racing with one key, one runs the call.
+//! With a shared store the table is PostgreSQL's (`shared::budget`), so
+//! the hosts sharing it run a key's call once between them.
 
 use super::{Store, StoreError};
 use rusqlite::{OptionalExtension, params};
@@ -29,6 +31,11 @@ impl Store {
         claimed_since_ms: i64,
         now_ms: i64,
     ) -> Result<KeyState, StoreError> {
+        if let Some(shared) = &self.shared {
+            return shared
+                .claim_key(key, call_id, since_ms, claimed_since_ms, now_ms)
+                .map_err(|e| self.shared_error(e));
+        }
         let mut conn = self.conn();
         let tx = conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
@@ -61,6 +68,11 @@ impl Store {
 
     /// Records the output of the call holding `key`.
     pub fn complete_key(&self, key: &str, call_id: &str, output: &str) -> Result<(), StoreError> {
+        if let Some(shared) = &self.shared {
+            return shared
+                .complete_key(key, call_id, output)
+                .map_err(|e| self.shared_error(e));
+        }
         self.conn()
             .execute(
                 "UPDATE idempotency SET output = ?3 WHERE key = ?1 AND call_id = ?2",
@@ -73,6 +85,11 @@ impl Store {
     /// Gives up the claim of a call that did not succeed: the next call
     /// with the key runs.
     pub fn release_key(&self, key: &str, call_id: &str) -> Result<(), StoreError> {
+        if let Some(shared) = &self.shared {
+            return shared
+                .release_key(key, call_id)
+                .map_err(|e| self.shared_error(e));
+        }
         self.conn()
             .execute(
                 "DELETE FROM idempotency WHERE key = ?1 AND call_id = ?2 AND output IS NULL",

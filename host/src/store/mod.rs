@@ -17,10 +17,10 @@ mod shared;
 
 pub use approvals::{ApprovalRow, ApprovalState, Binding, Consumed};
 pub use audit::{AuditFilter, AuditRow, Checkpoint, NewAuditRow};
-pub use executions::ExecutionRow;
+pub use executions::{ExecutionGroup, ExecutionRow, SharedBudget};
 pub use head::{HEAD_FILE, Head};
 pub use keys::KeyState;
-pub use shared::{Copied, Shared, SharedError, SharedSettings, StoreSection};
+pub use shared::{Copied, NewReservation, Shared, SharedError, SharedSettings, StoreSection};
 
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};

@@ -165,17 +165,18 @@ impl Shared {
              FROM executions WHERE session = $1 GROUP BY tool, args_digest",
             &[&session],
         ))?;
-        rows.iter()
-            .map(|r| {
-                Ok(ExecutionGroup {
-                    tool: r.try_get(0)?,
-                    args_digest: r.try_get(1)?,
-                    calls: r.try_get(2)?,
-                    duration_us: r.try_get(3)?,
-                })
-            })
-            .collect()
+        rows.iter().map(execution_group).collect()
     }
+}
+
+/// A row of (tool, args_digest, calls, duration_us).
+pub(super) fn execution_group(r: &Row) -> Result<ExecutionGroup, SharedError> {
+    Ok(ExecutionGroup {
+        tool: r.try_get(0)?,
+        args_digest: r.try_get(1)?,
+        calls: r.try_get(2)?,
+        duration_us: r.try_get(3)?,
+    })
 }
 
 /// Stores record `seq` as given (its hash already computed).
@@ -223,6 +224,11 @@ pub(super) async fn insert_executions(
                 ],
             )
             .await?;
+        if let Some(id) = e.reservation {
+            client
+                .execute("DELETE FROM budget_reservations WHERE id = $1", &[&id])
+                .await?;
+        }
     }
     Ok(())
 }

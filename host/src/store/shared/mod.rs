@@ -8,8 +8,7 @@
 //! RETURNING`, so a retry on any host redeems a state once), and the audit
 //! log: one hash chain that every host appends to, one append at a time (an
 //! advisory lock held by the appending transaction), with the executions
-//! budgets count. Budget reservations and keyed outcomes stay per host for
-//! now (see the README's "Several hosts").
+//! budgets count. Budgets and keyed calls hold across hosts too (`budget`).
 //!
 //! The store API is synchronous, like SQLite's: a call blocks its thread
 //! for one round trip. The connection's I/O runs on a thread of its own
@@ -20,8 +19,10 @@
 //! the environment, never from the URL, and is never shown.
 
 mod audit;
+mod budget;
 mod import;
 
+pub use budget::NewReservation;
 pub use import::Copied;
 
 use super::approvals::{ApprovalRow, ApprovalState, COLUMNS, Consumed};
@@ -38,7 +39,7 @@ const URL_ENV: &str = "TOOLWARDEN_STORE_URL";
 /// Its password, when `[store] password_file` is not set.
 const PASSWORD_ENV: &str = "TOOLWARDEN_STORE_PASSWORD";
 /// Bump with every migration below.
-const SCHEMA_VERSION: i32 = 3;
+const SCHEMA_VERSION: i32 = 4;
 
 const MIGRATION_1: &str = "
 CREATE TABLE approvals (
@@ -109,6 +110,25 @@ CREATE TABLE executions (
     ts_ms       BIGINT NOT NULL
 );
 CREATE INDEX executions_session ON executions(session, tool, args_digest);
+";
+
+/// Budget units every host's calls hold before they run, and the outcomes
+/// of keyed calls (see `budget`).
+const MIGRATION_4: &str = "
+CREATE TABLE budget_reservations (
+    id          BIGSERIAL PRIMARY KEY,
+    session     TEXT NOT NULL,
+    tool        TEXT NOT NULL,
+    args_digest TEXT NOT NULL,
+    expires_ms  BIGINT NOT NULL
+);
+CREATE INDEX budget_reservations_session ON budget_reservations(session);
+CREATE TABLE idempotency (
+    key        TEXT PRIMARY KEY,
+    call_id    TEXT NOT NULL,
+    output     TEXT,
+    created_ms BIGINT NOT NULL
+);
 ";
 
 /// The `[store]` table as written.
@@ -238,7 +258,7 @@ fn shown(config: &Config) -> String {
 /// A failure of the shared store.
 #[derive(Debug, thiserror::Error)]
 pub enum SharedError {
-    #[error(transparent)]
+    #[error("{}", said(.0))]
     Postgres(#[from] tokio_postgres::Error),
     #[error("{0}")]
     Setup(String),
@@ -248,6 +268,15 @@ pub enum SharedError {
     /// The shared store already holds state: copying would mix two.
     #[error("{0}")]
     NotEmpty(String),
+}
+
+/// What PostgreSQL said: a server's error names its cause and code, where
+/// the driver's own text is only "db error".
+fn said(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => e.to_string(),
+    }
 }
 
 /// The shared store: one connection, reconnected when lost.
@@ -617,7 +646,12 @@ async fn migrate(client: &mut Client) -> Result<(), SharedError> {
              {SCHEMA_VERSION}: a newer toolwarden wrote it; run that version"
         )));
     }
-    for (to, migration) in [(1, MIGRATION_1), (2, MIGRATION_2), (3, MIGRATION_3)] {
+    for (to, migration) in [
+        (1, MIGRATION_1),
+        (2, MIGRATION_2),
+        (3, MIGRATION_3),
+        (4, MIGRATION_4),
+    ] {
         if version < to {
             tx.batch_execute(migration).await?;
         }

@@ -1,0 +1,164 @@
+//! Budgets and keyed calls across hosts: what every host's calls of a
+//! session have executed or hold reserved, and the claims of keyed calls.
+//!
+//! A reservation is checked and taken under an advisory lock per session,
+//! held by its transaction, so hosts racing for a session's last unit take
+//! turns and see each other's reservations. A reservation leaves the store
+//! in the transaction that appends its execution (see `audit`), so a unit is
+//! always counted once, as reserved or as executed. One left by a host that
+//! died lapses at its `expires_ms`.
+
+use super::audit::execution_group;
+use super::{Shared, SharedError, wait};
+use crate::store::KeyState;
+use crate::store::executions::ExecutionGroup;
+
+/// A call's unit of its session's budget, as the shared store keeps it.
+#[derive(Debug)]
+pub struct NewReservation<'a> {
+    pub session: &'a str,
+    pub tool: &'a str,
+    /// Empty when the call is not counted per arguments.
+    pub args_digest: &'a str,
+    pub expires_ms: i64,
+}
+
+impl Shared {
+    /// Under the session's lock, hands `admit` what the session executed or
+    /// holds reserved (reservations as calls of no run time) and, if it
+    /// admits the call, reserves its unit; the reservation's id.
+    pub fn reserve<E>(
+        &self,
+        unit: &NewReservation<'_>,
+        now_ms: i64,
+        admit: impl FnOnce(Vec<ExecutionGroup>) -> Result<(), E>,
+    ) -> Result<Result<i64, E>, SharedError> {
+        let mut client = self.client()?;
+        wait(async {
+            let tx = client.transaction().await?;
+            tx.execute(
+                "SELECT pg_advisory_xact_lock(hashtext('toolwarden budget'), hashtext($1))",
+                &[&unit.session],
+            )
+            .await?;
+            tx.execute(
+                "DELETE FROM budget_reservations WHERE session = $1 AND expires_ms <= $2",
+                &[&unit.session, &now_ms],
+            )
+            .await?;
+            let rows = tx
+                .query(
+                    "SELECT tool, args_digest, count(*)::BIGINT, \
+                       coalesce(sum(duration_us), 0)::BIGINT FROM (\
+                       SELECT tool, args_digest, duration_us FROM executions WHERE session = $1 \
+                       UNION ALL \
+                       SELECT tool, args_digest, 0 FROM budget_reservations WHERE session = $1\
+                     ) AS spent GROUP BY tool, args_digest",
+                    &[&unit.session],
+                )
+                .await?;
+            let groups = rows
+                .iter()
+                .map(execution_group)
+                .collect::<Result<Vec<_>, SharedError>>()?;
+            if let Err(refused) = admit(groups) {
+                return Ok(Err(refused));
+            }
+            let id: i64 = tx
+                .query_one(
+                    "INSERT INTO budget_reservations (session, tool, args_digest, expires_ms) \
+                     VALUES ($1, $2, $3, $4) RETURNING id",
+                    &[
+                        &unit.session,
+                        &unit.tool,
+                        &unit.args_digest,
+                        &unit.expires_ms,
+                    ],
+                )
+                .await?
+                .try_get(0)?;
+            tx.commit().await?;
+            Ok(Ok(id))
+        })
+    }
+
+    /// Gives a reservation whose call did not run back.
+    pub fn release(&self, reservation: i64) -> Result<(), SharedError> {
+        let client = self.client()?;
+        wait(client.execute(
+            "DELETE FROM budget_reservations WHERE id = $1",
+            &[&reservation],
+        ))?;
+        Ok(())
+    }
+
+    /// The shared twin of `Store::claim_key`: the key's lock orders racing
+    /// claims, so one of them finds the key free.
+    pub fn claim_key(
+        &self,
+        key: &str,
+        call_id: &str,
+        since_ms: i64,
+        claimed_since_ms: i64,
+        now_ms: i64,
+    ) -> Result<KeyState, SharedError> {
+        let mut client = self.client()?;
+        wait(async {
+            let tx = client.transaction().await?;
+            tx.execute(
+                "SELECT pg_advisory_xact_lock(hashtext('toolwarden key'), hashtext($1))",
+                &[&key],
+            )
+            .await?;
+            let held = tx
+                .query_opt(
+                    "SELECT call_id, output FROM idempotency WHERE key = $1 AND \
+                     created_ms >= CASE WHEN output IS NULL THEN $3::BIGINT ELSE $2::BIGINT END",
+                    &[&key, &since_ms, &claimed_since_ms],
+                )
+                .await?;
+            let state = match held {
+                Some(row) => match row.try_get::<_, Option<String>>(1)? {
+                    Some(output) => KeyState::Done {
+                        call_id: row.try_get(0)?,
+                        output,
+                    },
+                    None => KeyState::Running {
+                        call_id: row.try_get(0)?,
+                    },
+                },
+                None => {
+                    tx.execute(
+                        "INSERT INTO idempotency (key, call_id, output, created_ms) \
+                         VALUES ($1, $2, NULL, $3) ON CONFLICT (key) DO UPDATE \
+                         SET call_id = EXCLUDED.call_id, output = NULL, \
+                         created_ms = EXCLUDED.created_ms",
+                        &[&key, &call_id, &now_ms],
+                    )
+                    .await?;
+                    KeyState::Claimed
+                }
+            };
+            tx.commit().await?;
+            Ok(state)
+        })
+    }
+
+    pub fn complete_key(&self, key: &str, call_id: &str, output: &str) -> Result<(), SharedError> {
+        let client = self.client()?;
+        wait(client.execute(
+            "UPDATE idempotency SET output = $3 WHERE key = $1 AND call_id = $2",
+            &[&key, &call_id, &output],
+        ))?;
+        Ok(())
+    }
+
+    pub fn release_key(&self, key: &str, call_id: &str) -> Result<(), SharedError> {
+        let client = self.client()?;
+        wait(client.execute(
+            "DELETE FROM idempotency WHERE key = $1 AND call_id = $2 AND output IS NULL",
+            &[&key, &call_id],
+        ))?;
+        Ok(())
+    }
+}
