@@ -6,7 +6,7 @@ WASM_DIR := target/wasm/wasm32-wasip2/guest
 
 VENV := .venv
 
-.PHONY: demo test plugins build setup lint py-test python-plugin bench
+.PHONY: demo test plugins build setup lint py-test pg-test python-plugin bench
 
 # Installs what a fresh machine lacks: the wasm32-wasip2 target. rustup's
 # list of installed targets is not trusted alone: a toolchain whose records
@@ -57,10 +57,20 @@ python-plugin: $(VENV)/.installed
 	mkdir -p target/plugins
 	cd plugins/python-text-stats && ../../$(VENV)/bin/componentize-py -d ../../wit -w plugin componentize app -o ../../target/plugins/text_stats.wasm
 
+# The tests whose subject is state (approvals, budgets, keys, the audit
+# chain, questions) run a second time against a real PostgreSQL: the script
+# starts one, and each test host gets a fresh database of it as its shared
+# store (tests/all/harness.rs).
+STORE_TESTS := approvals:: audit:: guards:: idempotency:: export:: previews:: questions:: \
+	compose:: cli:: faults:: retry:: pipeline:: scheduler:: profiles::
+pg-test: $(VENV)/.installed build
+	$(VENV)/bin/python tests/mcp/postgres.py $(CARGO) test --release -p toolwarden-tests --test all -- $(STORE_TESTS)
+
 # Tests run in release: wasmtime's compiler is too slow unoptimized. The MCP
 # tests use the plugins the Rust tests' build script compiled.
 test: setup build lint
 	$(CARGO) test --release --workspace
+	$(MAKE) pg-test
 	$(MAKE) py-test
 
 # The official MCP SDK clients row 9 of the benchmark drives over HTTP: the

@@ -30,6 +30,9 @@ pub struct TestHost {
     pub state: PathBuf,
     config: String,
     sandbox: SandboxMode,
+    /// The `[store]` table of a fresh database, when the tests run against
+    /// PostgreSQL (see [`shared_store`]); appended to every config.
+    store: Option<String>,
 }
 
 impl TestHost {
@@ -42,14 +45,17 @@ impl TestHost {
         for dir in [&workspace, &plugins_dir, &state] {
             std::fs::create_dir_all(dir).expect("create test dir");
         }
+        let store = shared_store(root.path());
         let host = TestHost {
             workspace,
             plugins: plugins_dir,
             state,
             root,
-            config: ALLOW_ALL.to_owned(),
+            config: String::new(),
             sandbox: SandboxMode::ReadOnly,
-        };
+            store,
+        }
+        .config(ALLOW_ALL);
         for plugin in plugins {
             host.add_plugin(plugin);
         }
@@ -65,7 +71,16 @@ impl TestHost {
     /// Replaces the config file text (policy and limits).
     pub fn config(mut self, toml: &str) -> TestHost {
         self.config = toml.to_owned();
+        if let Some(store) = &self.store {
+            self.config.push_str(store);
+        }
         self
+    }
+
+    /// Whether this host keeps its state in PostgreSQL (see [`shared_store`]).
+    /// Tests that read or edit `toolwarden.db` itself check only SQLite.
+    pub fn is_shared(&self) -> bool {
+        self.store.is_some()
     }
 
     pub fn sandbox(mut self, mode: SandboxMode) -> TestHost {
@@ -140,6 +155,38 @@ impl TestHost {
             .env_remove("TOOLWARDEN_LOG");
         cmd
     }
+}
+
+/// With `TOOLWARDEN_TEST_POSTGRES` set (`HOST:PORT` of a server whose
+/// `toolwarden` login has the password in `TOOLWARDEN_TEST_POSTGRES_PASSWORD`,
+/// as `tests/mcp/postgres.py` starts one), a fresh database of it for a
+/// host in `root`, as the `[store]` table naming it. `make test` runs the
+/// store-facing tests this way too, so they hold for both backends.
+fn shared_store(root: &Path) -> Option<String> {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let server = std::env::var("TOOLWARDEN_TEST_POSTGRES").ok()?;
+    let password = std::env::var("TOOLWARDEN_TEST_POSTGRES_PASSWORD").unwrap_or_default();
+    let (address, port) = server.rsplit_once(':').expect("TOOLWARDEN_TEST_POSTGRES is HOST:PORT");
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let database = format!("t{}_{n}", std::process::id());
+    let bin = std::env::var("PG_BIN").unwrap_or_else(|_| "/usr/lib/postgresql/15/bin".into());
+    let out = Command::new(Path::new(&bin).join("psql"))
+        .args(["-h", address, "-p", port, "-U", "toolwarden", "-d", "postgres", "-Atqc"])
+        .arg(format!("CREATE DATABASE {database}"))
+        .env("PGPASSWORD", &password)
+        .output()
+        .expect("run psql");
+    assert!(
+        out.status.success(),
+        "creating the test database: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let password_file = root.join("pg-password");
+    std::fs::write(&password_file, format!("{password}\n")).expect("write the password file");
+    Some(format!(
+        "\n[store]\nurl = \"postgres://toolwarden@{server}/{database}\"\npassword_file = \"{}\"\n",
+        password_file.display()
+    ))
 }
 
 /// The `toolwarden` binary of this build (`target/<profile>/toolwarden`).

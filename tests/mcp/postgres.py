@@ -87,3 +87,18 @@ def postgres():
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    # `python postgres.py COMMAND...`: runs COMMAND with a server up, named
+    # by TOOLWARDEN_TEST_POSTGRES (HOST:PORT) and its login's password, as
+    # the Rust tests' harness expects; its exit status is COMMAND's.
+    import sys
+
+    with postgres() as pg:
+        status = subprocess.run(sys.argv[1:], env={
+            **os.environ,
+            "TOOLWARDEN_TEST_POSTGRES": f"127.0.0.1:{pg.port}",
+            "TOOLWARDEN_TEST_POSTGRES_PASSWORD": pg.password,
+        }).returncode
+    sys.exit(status)

@@ -202,17 +202,36 @@ pub struct Reservation {
     /// The unit's id in a shared store, which counts it there until its
     /// execution is stored or it is given back.
     shared: Option<i64>,
+    /// The session's run time is limited: a shared unit is given its
+    /// call's run time as soon as it is known.
+    timed: bool,
 }
 
 impl Reservation {
     /// The call ran for `ran_for`: the unit stays spent, the time is added,
     /// and the row to persist is returned.
-    pub fn executed(mut self, ran_for: Duration) -> ExecutionRow {
+    pub fn executed(self, ran_for: Duration) -> ExecutionRow {
+        self.settle(ran_for, false)
+    }
+
+    /// The call ran for `ran_for`; `asked`: it stopped at a question.
+    fn settle(mut self, ran_for: Duration, asked: bool) -> ExecutionRow {
         self.spent = true;
         let us = ran_for.as_micros().min(i64::MAX as u128) as u64;
         if let Some(totals) = self.ledger.lock().totals.get_mut(&self.session) {
             totals.run_us += us;
             totals.in_flight = totals.in_flight.saturating_sub(1);
+        }
+        // A shared unit stands for the execution until the audit writer
+        // stores it, so another host's check must see what this one would.
+        if let Some(id) = self.shared
+            && (self.timed || (asked && self.per_args))
+            && let Some(store) = self.ledger.store.shared_budget()
+        {
+            let digest = if self.per_args && !asked { &*self.digest } else { "" };
+            if let Err(e) = store.settle(id, us as i64, digest) {
+                tracing::warn!("a budget unit counts without its run time until stored: {e}");
+            }
         }
         ExecutionRow {
             session: Arc::clone(&self.session),
@@ -240,7 +259,7 @@ impl Reservation {
             *n = n.saturating_sub(1);
         }
         self.digest = Arc::from("");
-        self.executed(ran_for)
+        self.settle(ran_for, true)
     }
 }
 
@@ -327,6 +346,7 @@ impl Ledger {
             per_args,
             spent: false,
             shared,
+            timed: budget.max_run_time.is_some(),
         })
     }
 

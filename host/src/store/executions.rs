@@ -49,6 +49,19 @@ impl SharedBudget<'_> {
             .map_err(|e| self.store.shared_error(e))
     }
 
+    /// Counts a unit as its call's execution will be (run time, arguments
+    /// digest) until that is stored.
+    pub fn settle(
+        &self,
+        reservation: i64,
+        duration_us: i64,
+        args_digest: &str,
+    ) -> Result<(), StoreError> {
+        self.shared
+            .settle(reservation, duration_us, args_digest)
+            .map_err(|e| self.store.shared_error(e))
+    }
+
     /// Gives back a unit whose call did not run.
     pub fn release(&self, reservation: i64) -> Result<(), StoreError> {
         self.shared

@@ -25,7 +25,7 @@ pub struct NewReservation<'a> {
 
 impl Shared {
     /// Under the session's lock, hands `admit` what the session executed or
-    /// holds reserved (reservations as calls of no run time) and, if it
+    /// holds reserved (a reservation with the run time it was given) and, if it
     /// admits the call, reserves its unit; the reservation's id.
     pub fn reserve<E>(
         &self,
@@ -52,7 +52,8 @@ impl Shared {
                        coalesce(sum(duration_us), 0)::BIGINT FROM (\
                        SELECT tool, args_digest, duration_us FROM executions WHERE session = $1 \
                        UNION ALL \
-                       SELECT tool, args_digest, 0 FROM budget_reservations WHERE session = $1\
+                       SELECT tool, args_digest, duration_us FROM budget_reservations \
+                       WHERE session = $1\
                      ) AS spent GROUP BY tool, args_digest",
                     &[&unit.session],
                 )
@@ -80,6 +81,23 @@ impl Shared {
             tx.commit().await?;
             Ok(Ok(id))
         })
+    }
+
+    /// Gives a reservation the run time of its call, which ran, and the
+    /// arguments digest it counts under: until the execution is stored,
+    /// the reservation stands for it.
+    pub fn settle(
+        &self,
+        reservation: i64,
+        duration_us: i64,
+        args_digest: &str,
+    ) -> Result<(), SharedError> {
+        let client = self.client()?;
+        wait(client.execute(
+            "UPDATE budget_reservations SET duration_us = $2, args_digest = $3 WHERE id = $1",
+            &[&reservation, &duration_us, &args_digest],
+        ))?;
+        Ok(())
     }
 
     /// Gives a reservation whose call did not run back.

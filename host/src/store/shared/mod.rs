@@ -120,7 +120,8 @@ CREATE TABLE budget_reservations (
     session     TEXT NOT NULL,
     tool        TEXT NOT NULL,
     args_digest TEXT NOT NULL,
-    expires_ms  BIGINT NOT NULL
+    expires_ms  BIGINT NOT NULL,
+    duration_us BIGINT NOT NULL DEFAULT 0
 );
 CREATE INDEX budget_reservations_session ON budget_reservations(session);
 CREATE TABLE idempotency (
