@@ -28,20 +28,52 @@ pub struct Level {
     pub p99: Duration,
 }
 
-/// Runs `connections` keep-alive connections against `address` for
-/// `duration`. A connection that cannot be opened counts as an error per
-/// attempt, so a server that refuses connections shows, not hides.
-pub fn level(address: &str, connections: usize, duration: Duration) -> Level {
+impl Level {
+    /// The level as a row of the printed table.
+    pub fn shown(&self) -> String {
+        format!(
+            "{:>7.0} calls/s   p50 {:>6.2} ms   p99 {:>6.2} ms   errors {}",
+            self.calls_per_second,
+            self.p50.as_secs_f64() * 1e3,
+            self.p99.as_secs_f64() * 1e3,
+            self.errors,
+        )
+    }
+
+    /// The level's figures for the JSON file.
+    pub fn json(&self) -> serde_json::Map<String, serde_json::Value> {
+        let ms = |d: Duration| (d.as_secs_f64() * 1e5).round() / 100.0;
+        let serde_json::Value::Object(fields) = serde_json::json!({
+            "calls": self.calls,
+            "calls_per_second": self.calls_per_second.round(),
+            "p50_ms": ms(self.p50),
+            "p99_ms": ms(self.p99),
+            "errors": self.errors,
+        }) else {
+            unreachable!("a JSON object literal")
+        };
+        fields
+    }
+}
+
+/// Runs `connections` keep-alive connections for `duration`, the i-th
+/// against `addresses[i % n]` (replicas behind a round-robin balancer). A
+/// connection that cannot be opened counts as an error per attempt, so a
+/// server that refuses connections shows, not hides.
+pub fn level(addresses: &[&str], connections: usize, duration: Duration) -> Level {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("a runtime for the load generator");
-    let address: Arc<str> = Arc::from(address);
+    let addresses: Vec<Arc<str>> = addresses.iter().map(|a| Arc::from(*a)).collect();
     runtime.block_on(async {
         let started = Instant::now();
         let until = started + duration;
         let tasks: Vec<_> = (0..connections)
-            .map(|_| tokio::spawn(connection(Arc::clone(&address), until)))
+            .map(|i| {
+                let address = Arc::clone(&addresses[i % addresses.len()]);
+                tokio::spawn(connection(address, until))
+            })
             .collect();
         let mut latencies = Vec::new();
         let mut errors = 0;

@@ -455,6 +455,9 @@ fn main() {
     if want(11) {
         load_row(scale, &mut out);
     }
+    if want(12) {
+        shared_store_row(scale, &mut out);
+    }
     write_json(out);
 }
 
@@ -778,37 +781,72 @@ fn http_row(scale: usize, out: &mut Map<String, Value>) {
 fn load_row(scale: usize, out: &mut Map<String, Value>) {
     let host = Host::new(&[CALC]);
     let server = mcp::HttpServer::start(&host.plugins, &host.workspace, &host.state);
-    load::level(&server.address, 4, Duration::from_secs(1));
+    load::level(&[&server.address], 4, Duration::from_secs(1));
     let mut levels = Map::new();
     for connections in [1, 16, 64, 256] {
         let level = load::level(
-            &server.address,
+            &[&server.address],
             connections,
             Duration::from_secs(3 * scale as u64),
         );
         let (rss, peak) = load::rss_mib(server.pid());
         println!(
-            "11. HTTP under load, {connections:>3} connections: {:>7.0} calls/s   p50 {:>6.2} ms   p99 {:>6.2} ms   errors {}   RSS {rss:.0} MiB (peak {peak:.0})",
-            level.calls_per_second,
-            level.p50.as_secs_f64() * 1e3,
-            level.p99.as_secs_f64() * 1e3,
-            level.errors,
+            "11. HTTP under load, {connections:>3} connections: {}   RSS {rss:.0} MiB (peak {peak:.0})",
+            level.shown()
         );
-        levels.insert(
-            connections.to_string(),
-            json!({
-                "calls": level.calls,
-                "calls_per_second": level.calls_per_second.round(),
-                "p50_ms": round(level.p50.as_secs_f64() * 1e3),
-                "p99_ms": round(level.p99.as_secs_f64() * 1e3),
-                "errors": level.errors,
-                "rss_mib": round(rss),
-                "peak_rss_mib": round(peak),
-            }),
-        );
+        let mut figures = level.json();
+        figures.insert("rss_mib".into(), json!(round(rss)));
+        figures.insert("peak_rss_mib".into(), json!(round(peak)));
+        levels.insert(connections.to_string(), Value::Object(figures));
     }
     println!("    (the load generator runs on one thread of the same two cores)");
     out.insert("mcp_http_load".into(), Value::Object(levels));
+}
+
+/// Row 12: governed calls per second over HTTP (16 keep-alive connections
+/// of stateless `calc` calls, each call reserving a budget unit and
+/// appending its audit records) with the state in SQLite on one host, in
+/// PostgreSQL on one host, and in PostgreSQL shared by three hosts that the
+/// connections are spread over. Needs the server `make bench` starts
+/// (`tests/mcp/postgres.py`, named by `TOOLWARDEN_TEST_POSTGRES`).
+fn shared_store_row(scale: usize, out: &mut Map<String, Value>) {
+    let Ok(server) = std::env::var("TOOLWARDEN_TEST_POSTGRES") else {
+        println!("12. shared store: skipped (no PostgreSQL; `make bench` starts one)");
+        return;
+    };
+    let password = std::env::var("TOOLWARDEN_TEST_POSTGRES_PASSWORD").unwrap_or_default();
+    let host = Host::new(&[CALC]);
+    let password_file = host.workspace.join("pg-password");
+    std::fs::write(&password_file, format!("{password}\n")).expect("write the password file");
+    let budget = CONFIG.replace("[budget]\n", "[budget]\nmax_calls = 1000000000\n");
+    let shared = format!(
+        "{budget}\n[store]\nurl = \"postgres://toolwarden@{server}/postgres\"\npassword_file = \"{}\"\n",
+        password_file.display()
+    );
+    let mut rows = Map::new();
+    for (name, config, replicas) in [
+        ("sqlite_1_host", &budget, 1),
+        ("postgres_1_host", &shared, 1),
+        ("postgres_3_hosts", &shared, 3),
+    ] {
+        std::fs::write(host.workspace.join("toolwarden.toml"), config).expect("write config");
+        let servers: Vec<_> = (0..replicas)
+            .map(|i| {
+                let state = host.state.join(format!("{name}-{i}"));
+                std::fs::create_dir_all(&state).expect("mkdir");
+                mcp::HttpServer::start(&host.plugins, &host.workspace, &state)
+            })
+            .collect();
+        let addresses: Vec<&str> = servers.iter().map(|s| s.address.as_str()).collect();
+        load::level(&addresses, 4, Duration::from_secs(1));
+        let level = load::level(&addresses, 16, Duration::from_secs(3 * scale as u64));
+        println!("12. {name:<17} 16 connections: {}", level.shown());
+        let mut figures = level.json();
+        figures.insert("hosts".into(), json!(replicas));
+        rows.insert(name.into(), Value::Object(figures));
+    }
+    println!("    (the hosts, PostgreSQL 15 and the load generator share the same two cores)");
+    out.insert("shared_store".into(), Value::Object(rows));
 }
 
 /// The audit log as it grows: database bytes per call, and `audit verify`

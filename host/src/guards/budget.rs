@@ -228,7 +228,11 @@ impl Reservation {
             && (self.timed || (asked && self.per_args))
             && let Some(store) = self.ledger.store.shared_budget()
         {
-            let digest = if self.per_args && !asked { &*self.digest } else { "" };
+            let digest = if self.per_args && !asked {
+                &*self.digest
+            } else {
+                ""
+            };
             if let Err(e) = store.settle(id, us as i64, digest) {
                 tracing::warn!("a budget unit counts without its run time until stored: {e}");
             }

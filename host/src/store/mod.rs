@@ -297,12 +297,16 @@ impl Store {
             .map_err(|e| self.error(e))
     }
 
-    /// A second connection to the same database, for a thread of its own.
+    /// A second connection to the same database (and shared store), for a
+    /// thread of its own.
     pub fn connect_again(&self) -> Result<Store, StoreError> {
-        Store::open(
-            self.path.parent().unwrap_or(Path::new(".")),
-            self.shared.clone(),
-        )
+        let shared = match &self.shared {
+            Some(shared) => Some(Arc::new(
+                shared.another().map_err(|e| self.shared_error(e))?,
+            )),
+            None => None,
+        };
+        Store::open(self.path.parent().unwrap_or(Path::new(".")), shared)
     }
 
     fn conn(&self) -> MutexGuard<'_, Connection> {

@@ -3,13 +3,15 @@
 //! for their transaction, so the tail each reads is the chain's tail when
 //! it commits, whichever host appends.
 
-use super::{Shared, SharedError, wait};
+use super::budget::RELEASE;
+use super::{Connection, Shared, SharedError, wait};
 use crate::store::ExecutionRow;
 use crate::store::audit::{AuditFilter, AuditRow, Checkpoint, GENESIS, NewAuditRow};
 use crate::store::executions::ExecutionGroup;
 use futures::TryStreamExt;
 use std::ops::ControlFlow;
-use tokio_postgres::{GenericClient, Row};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{GenericClient, Row, Statement};
 
 /// Taken by every transaction that extends or cuts the chain.
 pub(super) const CHAIN_LOCK: &str =
@@ -18,6 +20,9 @@ pub(super) const CHAIN_LOCK: &str =
 const INSERT_AUDIT: &str = "INSERT INTO audit \
     (seq, ts_ms, call_id, session, tool, kind, data, prev_hash, hash) \
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+
+const INSERT_EXECUTION: &str = "INSERT INTO executions \
+    (session, tool, args_digest, duration_us, ts_ms) VALUES ($1, $2, $3, $4, $5)";
 
 const AUDIT_COLUMNS: &str = "seq, ts_ms, call_id, session, tool, kind, data, prev_hash, hash";
 
@@ -32,16 +37,23 @@ impl Shared {
     ) -> Result<(i64, String), SharedError> {
         let mut client = self.client()?;
         wait(async {
+            let writes = Writes::prepare(&mut client).await?;
             let tx = client.transaction().await?;
             tx.execute(CHAIN_LOCK, &[]).await?;
             let (mut seq, mut prev) = tail(&tx).await?;
+            let mut chained = Vec::with_capacity(rows.len());
             for row in rows {
                 seq += 1;
                 let digest = hash(seq, row, &prev);
-                insert_record(&tx, seq, row, &prev, &digest).await?;
-                prev = digest;
+                chained.push(Chained {
+                    seq,
+                    row,
+                    prev_hash: std::mem::replace(&mut prev, digest.clone()),
+                    hash: digest,
+                });
             }
-            insert_executions(&tx, executions).await?;
+            writes.records(&tx, &chained).await?;
+            writes.executions(&tx, executions).await?;
             tx.commit().await?;
             Ok((seq, prev))
         })
@@ -49,7 +61,7 @@ impl Shared {
 
     pub fn audit_checkpoint(&self) -> Result<Option<Checkpoint>, SharedError> {
         let client = self.client()?;
-        wait(checkpoint(&*client))
+        wait(checkpoint(&**client))
     }
 
     /// (seq, hash) of the first record `sql` (with one BIGINT parameter) finds.
@@ -72,7 +84,7 @@ impl Shared {
     ) -> Result<(), SharedError> {
         let client = self.client()?;
         wait(async {
-            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&from, &through];
+            let params: [&(dyn ToSql + Sync); 2] = [&from, &through];
             let rows = client
                 .query_raw(
                     &format!(
@@ -103,6 +115,7 @@ impl Shared {
     ) -> Result<Option<(i64, String)>, SharedError> {
         let mut client = self.client()?;
         wait(async {
+            let writes = Writes::prepare(&mut client).await?;
             let tx = client.transaction().await?;
             tx.execute(CHAIN_LOCK, &[]).await?;
             let there = tx
@@ -124,9 +137,15 @@ impl Shared {
                 &[&through.seq, &through.hash, &note.ts_ms],
             )
             .await?;
-            insert_record(&tx, seq, note, &prev, &digest).await?;
+            let chained = Chained {
+                seq,
+                row: note,
+                prev_hash: prev,
+                hash: digest,
+            };
+            writes.records(&tx, std::slice::from_ref(&chained)).await?;
             tx.commit().await?;
-            Ok(Some((seq, digest)))
+            Ok(Some((seq, chained.hash)))
         })
     }
 
@@ -179,58 +198,81 @@ pub(super) fn execution_group(r: &Row) -> Result<ExecutionGroup, SharedError> {
     })
 }
 
-/// Stores record `seq` as given (its hash already computed).
-pub(super) async fn insert_record(
-    client: &impl GenericClient,
-    seq: i64,
-    row: &NewAuditRow,
-    prev: &str,
-    hash: &str,
-) -> Result<(), SharedError> {
-    client
-        .execute(
-            INSERT_AUDIT,
-            &[
-                &seq,
-                &row.ts_ms,
-                &row.call_id.as_ref(),
-                &row.session.as_ref(),
-                &row.tool.as_ref(),
-                &row.kind.as_ref(),
-                &row.data,
-                &prev,
-                &hash,
-            ],
-        )
-        .await?;
-    Ok(())
+/// A record with its place in the chain.
+pub(super) struct Chained<'a> {
+    pub seq: i64,
+    pub row: &'a NewAuditRow,
+    pub prev_hash: String,
+    pub hash: String,
 }
 
-pub(super) async fn insert_executions(
-    client: &impl GenericClient,
-    executions: &[ExecutionRow],
-) -> Result<(), SharedError> {
-    for e in executions {
-        client
-            .execute(
-                "INSERT INTO executions (session, tool, args_digest, duration_us, ts_ms) \
-                 VALUES ($1, $2, $3, $4, $5)",
-                &[
-                    &e.session.as_ref(),
-                    &e.tool.as_ref(),
-                    &e.args_digest.as_ref(),
-                    &e.duration_us,
-                    &e.ts_ms,
-                ],
-            )
-            .await?;
-        if let Some(id) = e.reservation {
-            client
-                .execute("DELETE FROM budget_reservations WHERE id = $1", &[&id])
-                .await?;
-        }
+/// The statements that store records and executions, prepared once per
+/// connection. The rows of a batch go out together, pipelined, so a batch
+/// of any size costs about one round trip.
+pub(super) struct Writes {
+    record: Statement,
+    execution: Statement,
+    unreserve: Statement,
+}
+
+impl Writes {
+    /// The statements, prepared on `conn` the first time.
+    pub(super) async fn prepare(conn: &mut Connection) -> Result<Writes, SharedError> {
+        Ok(Writes {
+            record: conn.statement(INSERT_AUDIT).await?,
+            execution: conn.statement(INSERT_EXECUTION).await?,
+            unreserve: conn.statement(RELEASE).await?,
+        })
     }
-    Ok(())
+
+    /// Stores each record as given (its hash already computed).
+    pub(super) async fn records(
+        &self,
+        client: &impl GenericClient,
+        records: &[Chained<'_>],
+    ) -> Result<(), SharedError> {
+        futures::future::try_join_all(records.iter().map(|c| async move {
+            let (call_id, session, tool, kind): (&str, &str, &str, &str) =
+                (&c.row.call_id, &c.row.session, &c.row.tool, &c.row.kind);
+            let params: [&(dyn ToSql + Sync); 9] = [
+                &c.seq,
+                &c.row.ts_ms,
+                &call_id,
+                &session,
+                &tool,
+                &kind,
+                &c.row.data,
+                &c.prev_hash,
+                &c.hash,
+            ];
+            client.execute_raw(&self.record, params).await
+        }))
+        .await?;
+        Ok(())
+    }
+
+    /// Stores executions; the budget unit each held leaves the store with it.
+    pub(super) async fn executions(
+        &self,
+        client: &impl GenericClient,
+        executions: &[ExecutionRow],
+    ) -> Result<(), SharedError> {
+        let inserts = executions.iter().map(|e| async move {
+            let (session, tool, digest): (&str, &str, &str) = (&e.session, &e.tool, &e.args_digest);
+            let params: [&(dyn ToSql + Sync); 5] =
+                [&session, &tool, &digest, &e.duration_us, &e.ts_ms];
+            client.execute_raw(&self.execution, params).await
+        });
+        let units = executions.iter().filter_map(|e| {
+            let id = e.reservation.as_ref()?;
+            Some(client.execute_raw(&self.unreserve, [id as &(dyn ToSql + Sync)]))
+        });
+        futures::try_join!(
+            futures::future::try_join_all(inserts),
+            futures::future::try_join_all(units)
+        )?;
+        Ok(())
+    }
 }
 
 /// The chain's last record as `client` sees it; with none left, where a cut

@@ -12,6 +12,8 @@ use super::audit::execution_group;
 use super::{Shared, SharedError, wait};
 use crate::store::KeyState;
 use crate::store::executions::ExecutionGroup;
+use tokio_postgres::Client;
+use tokio_postgres::types::ToSql;
 
 /// A call's unit of its session's budget, as the shared store keeps it.
 #[derive(Debug)]
@@ -23,63 +25,82 @@ pub struct NewReservation<'a> {
     pub expires_ms: i64,
 }
 
+const SESSION_LOCK: &str =
+    "SELECT pg_advisory_xact_lock(hashtext('toolwarden budget'), hashtext($1))";
+const LAPSE: &str = "DELETE FROM budget_reservations WHERE session = $1 AND expires_ms <= $2";
+const SPENT: &str = "SELECT tool, args_digest, count(*)::BIGINT, \
+      coalesce(sum(duration_us), 0)::BIGINT FROM (\
+      SELECT tool, args_digest, duration_us FROM executions WHERE session = $1 \
+      UNION ALL \
+      SELECT tool, args_digest, duration_us FROM budget_reservations WHERE session = $1\
+    ) AS spent GROUP BY tool, args_digest";
+const RESERVE: &str = "INSERT INTO budget_reservations (session, tool, args_digest, expires_ms) \
+    VALUES ($1, $2, $3, $4) RETURNING id";
+const SETTLE: &str =
+    "UPDATE budget_reservations SET duration_us = $2, args_digest = $3 WHERE id = $1";
+pub(super) const RELEASE: &str = "DELETE FROM budget_reservations WHERE id = $1";
+
 impl Shared {
     /// Under the session's lock, hands `admit` what the session executed or
     /// holds reserved (a reservation with the run time it was given) and, if it
     /// admits the call, reserves its unit; the reservation's id.
+    ///
+    /// Two round trips: the transaction's start, the lock and the reads go
+    /// out in one flight (PostgreSQL runs them in order, so the reads wait
+    /// for the lock), the insert and the commit in another. A reservation
+    /// does not wait for the disk (`synchronous_commit` off): one lost to a
+    /// database crash was held by a call whose host sees the database fail.
     pub fn reserve<E>(
         &self,
         unit: &NewReservation<'_>,
         now_ms: i64,
         admit: impl FnOnce(Vec<ExecutionGroup>) -> Result<(), E>,
     ) -> Result<Result<i64, E>, SharedError> {
-        let mut client = self.client()?;
+        let mut conn = self.client()?;
         wait(async {
-            let tx = client.transaction().await?;
-            tx.execute(
-                "SELECT pg_advisory_xact_lock(hashtext('toolwarden budget'), hashtext($1))",
-                &[&unit.session],
-            )
-            .await?;
-            tx.execute(
-                "DELETE FROM budget_reservations WHERE session = $1 AND expires_ms <= $2",
-                &[&unit.session, &now_ms],
-            )
-            .await?;
-            let rows = tx
-                .query(
-                    "SELECT tool, args_digest, count(*)::BIGINT, \
-                       coalesce(sum(duration_us), 0)::BIGINT FROM (\
-                       SELECT tool, args_digest, duration_us FROM executions WHERE session = $1 \
-                       UNION ALL \
-                       SELECT tool, args_digest, duration_us FROM budget_reservations \
-                       WHERE session = $1\
-                     ) AS spent GROUP BY tool, args_digest",
-                    &[&unit.session],
-                )
-                .await?;
-            let groups = rows
-                .iter()
-                .map(execution_group)
-                .collect::<Result<Vec<_>, SharedError>>()?;
-            if let Err(refused) = admit(groups) {
-                return Ok(Err(refused));
+            let (lock, lapse, spent, reserve) = (
+                conn.statement(SESSION_LOCK).await?,
+                conn.statement(LAPSE).await?,
+                conn.statement(SPENT).await?,
+                conn.statement(RESERVE).await?,
+            );
+            let client: &Client = &conn;
+            let reserved = async {
+                let session: [&(dyn ToSql + Sync); 1] = [&unit.session];
+                let lapsed: [&(dyn ToSql + Sync); 2] = [&unit.session, &now_ms];
+                let (_, _, _, rows) = futures::try_join!(
+                    client.batch_execute("BEGIN; SET LOCAL synchronous_commit TO OFF"),
+                    client.execute(&lock, &session),
+                    client.execute(&lapse, &lapsed),
+                    client.query(&spent, &session),
+                )?;
+                let groups = rows
+                    .iter()
+                    .map(execution_group)
+                    .collect::<Result<Vec<_>, SharedError>>()?;
+                if let Err(refused) = admit(groups) {
+                    client.batch_execute("ROLLBACK").await?;
+                    return Ok(Err(refused));
+                }
+                let held: [&(dyn ToSql + Sync); 4] = [
+                    &unit.session,
+                    &unit.tool,
+                    &unit.args_digest,
+                    &unit.expires_ms,
+                ];
+                let (row, _) = futures::try_join!(
+                    client.query_one(&reserve, &held),
+                    client.batch_execute("COMMIT"),
+                )?;
+                Ok(Ok(row.try_get(0)?))
             }
-            let id: i64 = tx
-                .query_one(
-                    "INSERT INTO budget_reservations (session, tool, args_digest, expires_ms) \
-                     VALUES ($1, $2, $3, $4) RETURNING id",
-                    &[
-                        &unit.session,
-                        &unit.tool,
-                        &unit.args_digest,
-                        &unit.expires_ms,
-                    ],
-                )
-                .await?
-                .try_get(0)?;
-            tx.commit().await?;
-            Ok(Ok(id))
+            .await;
+            if reserved.is_err() {
+                // Leaves the connection out of the failed transaction, if
+                // it still stands; a lost one is made again on next use.
+                let _ = client.batch_execute("ROLLBACK").await;
+            }
+            reserved
         })
     }
 
@@ -92,22 +113,23 @@ impl Shared {
         duration_us: i64,
         args_digest: &str,
     ) -> Result<(), SharedError> {
-        let client = self.client()?;
-        wait(client.execute(
-            "UPDATE budget_reservations SET duration_us = $2, args_digest = $3 WHERE id = $1",
-            &[&reservation, &duration_us, &args_digest],
-        ))?;
-        Ok(())
+        let mut conn = self.client()?;
+        wait(async {
+            let settle = conn.statement(SETTLE).await?;
+            conn.execute(&settle, &[&reservation, &duration_us, &args_digest])
+                .await?;
+            Ok(())
+        })
     }
 
     /// Gives a reservation whose call did not run back.
     pub fn release(&self, reservation: i64) -> Result<(), SharedError> {
-        let client = self.client()?;
-        wait(client.execute(
-            "DELETE FROM budget_reservations WHERE id = $1",
-            &[&reservation],
-        ))?;
-        Ok(())
+        let mut conn = self.client()?;
+        wait(async {
+            let release = conn.statement(RELEASE).await?;
+            conn.execute(&release, &[&reservation]).await?;
+            Ok(())
+        })
     }
 
     /// The shared twin of `Store::claim_key`: the key's lock orders racing

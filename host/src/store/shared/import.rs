@@ -6,7 +6,7 @@
 //! executions is refused: two chains cannot be merged, and a second run
 //! must not duplicate the first.
 
-use super::audit::{CHAIN_LOCK, checkpoint, insert_executions, insert_record};
+use super::audit::{CHAIN_LOCK, Chained, Writes, checkpoint};
 use super::{Shared, SharedError, insert_approval, wait};
 use crate::store::Store;
 use std::ops::ControlFlow;
@@ -34,6 +34,7 @@ impl Shared {
     pub fn import(&self, from: &Store) -> Result<Copied, SharedError> {
         let mut client = self.client()?;
         wait(async {
+            let writes = Writes::prepare(&mut client).await?;
             let tx = client.transaction().await?;
             tx.execute(CHAIN_LOCK, &[]).await?;
             let held: i64 = tx
@@ -74,16 +75,16 @@ impl Shared {
                 .map_err(source)?;
                 let Some(last) = chunk.last() else { break };
                 next = last.seq + 1;
-                for record in &chunk {
-                    insert_record(
-                        &tx,
-                        record.seq,
-                        &record.row,
-                        &record.prev_hash,
-                        &record.hash,
-                    )
-                    .await?;
-                }
+                let chained: Vec<_> = chunk
+                    .iter()
+                    .map(|record| Chained {
+                        seq: record.seq,
+                        row: &record.row,
+                        prev_hash: record.prev_hash.clone(),
+                        hash: record.hash.clone(),
+                    })
+                    .collect();
+                writes.records(&tx, &chained).await?;
                 copied.records += chunk.len();
                 copied.tail = Some((last.seq, last.hash.clone()));
             }
@@ -93,7 +94,7 @@ impl Shared {
                 let Some((last, _)) = chunk.last() else { break };
                 after = *last;
                 let rows: Vec<_> = chunk.into_iter().map(|(_, row)| row).collect();
-                insert_executions(&tx, &rows).await?;
+                writes.executions(&tx, &rows).await?;
                 copied.executions += rows.len();
             }
             tx.commit().await?;

@@ -32,7 +32,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use tokio_postgres::config::Host;
-use tokio_postgres::{Client, Config, GenericClient, NoTls, Row};
+use tokio_postgres::{Client, Config, GenericClient, NoTls, Row, Statement};
 
 /// The URL of the shared store, overriding `[store] url`.
 const URL_ENV: &str = "TOOLWARDEN_STORE_URL";
@@ -283,7 +283,47 @@ fn said(e: &tokio_postgres::Error) -> String {
 /// The shared store: one connection, reconnected when lost.
 pub struct Shared {
     settings: SharedSettings,
-    client: Mutex<Client>,
+    client: Mutex<Connection>,
+}
+
+/// A connection with the statements prepared on it so far: a prepared
+/// statement is sent without a round trip of its own, and statements sent
+/// together are pipelined, so the hot paths cost one or two round trips.
+pub(super) struct Connection {
+    client: Client,
+    prepared: std::collections::HashMap<&'static str, Statement>,
+}
+
+impl Connection {
+    fn new(client: Client) -> Connection {
+        Connection {
+            client,
+            prepared: Default::default(),
+        }
+    }
+
+    /// `sql` prepared on this connection (once).
+    pub(super) async fn statement(&mut self, sql: &'static str) -> Result<Statement, SharedError> {
+        if let Some(statement) = self.prepared.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.client.prepare(sql).await?;
+        self.prepared.insert(sql, statement.clone());
+        Ok(statement)
+    }
+}
+
+impl std::ops::Deref for Connection {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        &self.client
+    }
+}
+
+impl std::ops::DerefMut for Connection {
+    fn deref_mut(&mut self) -> &mut Client {
+        &mut self.client
+    }
 }
 
 impl std::fmt::Debug for Shared {
@@ -369,7 +409,7 @@ impl Shared {
         wait(migrate(&mut client))?;
         Ok(Shared {
             settings: settings.clone(),
-            client: Mutex::new(client),
+            client: Mutex::new(Connection::new(client)),
         })
     }
 
@@ -377,18 +417,27 @@ impl Shared {
         &self.settings.shown
     }
 
+    /// Another connection to the same store, for a thread of its own (the
+    /// audit writer's batches then never hold up a call's budget check).
+    pub fn another(&self) -> Result<Shared, SharedError> {
+        Ok(Shared {
+            settings: self.settings.clone(),
+            client: Mutex::new(Connection::new(connect(&self.settings)?)),
+        })
+    }
+
     /// The connection, made again if it was lost.
-    fn client(&self) -> Result<MutexGuard<'_, Client>, SharedError> {
+    fn client(&self) -> Result<MutexGuard<'_, Connection>, SharedError> {
         let mut client = self.client.lock().unwrap_or_else(|p| p.into_inner());
         if client.is_closed() {
-            *client = connect(&self.settings)?;
+            *client = Connection::new(connect(&self.settings)?);
         }
         Ok(client)
     }
 
     pub fn insert_approval(&self, row: &ApprovalRow) -> Result<(), SharedError> {
         let client = self.client()?;
-        wait(insert_approval(&*client, row))
+        wait(insert_approval(&**client, row))
     }
 
     pub fn approval(&self, id: &str) -> Result<Option<ApprovalRow>, SharedError> {
