@@ -11,11 +11,11 @@
 //! budgets count. Budgets and keyed calls hold across hosts too (`budget`).
 //!
 //! The store API is synchronous, like SQLite's: a call blocks its thread
-//! for one round trip. The connection's I/O runs on a thread of its own
-//! (one per process), so a caller on a Tokio runtime never nests one
-//! runtime in another. A lost connection fails the operation (the caller
-//! fails closed) and the next operation connects again, so a host recovers
-//! by itself once the database is back. The password comes from a file or
+//! for its round trips, on one of a small pool of connections. Their I/O
+//! runs on a thread of its own (one per process), so a caller on a Tokio
+//! runtime never nests one runtime in another. A lost connection fails the
+//! operation (the caller fails closed) and the next operation connects
+//! again, so a host recovers by itself once the database is back. The password comes from a file or
 //! the environment, never from the URL, and is never shown.
 
 mod audit;
@@ -30,7 +30,7 @@ use crate::settings::SettingError;
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::str::FromStr;
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use tokio_postgres::config::Host;
 use tokio_postgres::{Client, Config, GenericClient, NoTls, Row, Statement};
 
@@ -280,10 +280,58 @@ fn said(e: &tokio_postgres::Error) -> String {
     }
 }
 
-/// The shared store: one connection, reconnected when lost.
+/// Connections one process keeps to the shared store: a caller takes an
+/// idle one, opens another while fewer are open, else waits for one.
+const POOL_SIZE: usize = 4;
+
+/// The shared store: a small pool of connections, each made again when
+/// lost.
 pub struct Shared {
     settings: SharedSettings,
-    client: Mutex<Connection>,
+    pool: Mutex<Idle>,
+    returned: Condvar,
+}
+
+struct Idle {
+    connections: Vec<Connection>,
+    open: usize,
+}
+
+/// A connection taken from the pool, given back when dropped (unless it
+/// was lost: the next caller opens a fresh one).
+pub(super) struct Pooled<'a> {
+    shared: &'a Shared,
+    connection: Option<Connection>,
+}
+
+impl Drop for Pooled<'_> {
+    fn drop(&mut self) {
+        let mut idle = self.shared.idle();
+        match self.connection.take() {
+            Some(c) if !c.is_closed() => idle.connections.push(c),
+            _ => idle.open -= 1,
+        }
+        self.shared.returned.notify_one();
+    }
+}
+
+impl std::ops::Deref for Pooled<'_> {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        match &self.connection {
+            Some(c) => c,
+            None => unreachable!("a pooled connection is held until dropped"),
+        }
+    }
+}
+
+impl std::ops::DerefMut for Pooled<'_> {
+    fn deref_mut(&mut self) -> &mut Connection {
+        match &mut self.connection {
+            Some(c) => c,
+            None => unreachable!("a pooled connection is held until dropped"),
+        }
+    }
 }
 
 /// A connection with the statements prepared on it so far: a prepared
@@ -407,10 +455,23 @@ impl Shared {
     pub fn open(settings: &SharedSettings) -> Result<Shared, SharedError> {
         let mut client = connect(settings)?;
         wait(migrate(&mut client))?;
-        Ok(Shared {
+        Ok(Shared::with(settings, Connection::new(client)))
+    }
+
+    fn with(settings: &SharedSettings, first: Connection) -> Shared {
+        Shared {
             settings: settings.clone(),
-            client: Mutex::new(Connection::new(client)),
-        })
+            pool: Mutex::new(Idle {
+                connections: vec![first],
+                open: 1,
+            }),
+            returned: Condvar::new(),
+        }
+    }
+
+    fn idle(&self) -> MutexGuard<'_, Idle> {
+        // Only plain bookkeeping is done under the lock: nothing to tear.
+        self.pool.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn shown(&self) -> &str {
@@ -420,19 +481,42 @@ impl Shared {
     /// Another connection to the same store, for a thread of its own (the
     /// audit writer's batches then never hold up a call's budget check).
     pub fn another(&self) -> Result<Shared, SharedError> {
-        Ok(Shared {
-            settings: self.settings.clone(),
-            client: Mutex::new(Connection::new(connect(&self.settings)?)),
-        })
+        let first = Connection::new(connect(&self.settings)?);
+        Ok(Shared::with(&self.settings, first))
     }
 
-    /// The connection, made again if it was lost.
-    fn client(&self) -> Result<MutexGuard<'_, Connection>, SharedError> {
-        let mut client = self.client.lock().unwrap_or_else(|p| p.into_inner());
-        if client.is_closed() {
-            *client = Connection::new(connect(&self.settings)?);
+    /// A connection of the pool: an idle one, else a new one while fewer
+    /// than [`POOL_SIZE`] are open, else the first one given back. A lost
+    /// connection is dropped and replaced.
+    fn client(&self) -> Result<Pooled<'_>, SharedError> {
+        let mut idle = self.idle();
+        loop {
+            while let Some(c) = idle.connections.pop() {
+                if !c.is_closed() {
+                    return Ok(Pooled {
+                        shared: self,
+                        connection: Some(c),
+                    });
+                }
+                idle.open -= 1;
+            }
+            if idle.open < POOL_SIZE {
+                idle.open += 1;
+                drop(idle);
+                return match connect(&self.settings) {
+                    Ok(client) => Ok(Pooled {
+                        shared: self,
+                        connection: Some(Connection::new(client)),
+                    }),
+                    Err(e) => {
+                        self.idle().open -= 1;
+                        self.returned.notify_one();
+                        Err(e)
+                    }
+                };
+            }
+            idle = self.returned.wait(idle).unwrap_or_else(|p| p.into_inner());
         }
-        Ok(client)
     }
 
     pub fn insert_approval(&self, row: &ApprovalRow) -> Result<(), SharedError> {
