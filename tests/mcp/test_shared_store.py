@@ -430,5 +430,6 @@ def test_a_malformed_session_is_refused(hosts, session):
         refused = rpc(url, "calc", {"op": "add", "a": 1, "b": 1}, session=session)
         assert refused["error"]["code"] == -32602, refused
         assert "toolwarden/session" in refused["error"]["message"]
+        assert "of 1 to 128 letters" in refused["error"]["message"], refused
         assert call(url, "calc", {"op": "add", "a": 1, "b": 1}, session="ok-" + "x" * 125)["isError"] is False
     assert [o["status"] for o in outcomes(deployment, a, "calc")] == ["ok"]

@@ -156,7 +156,8 @@ impl Server {
             }
             _ => Err(McpError::invalid_params(
                 format!(
-                    "toolwarden: `_meta.{SESSION_META}` must be a string of 1 to                      {MAX_SESSION_NAME} letters, digits, `.`, `_`, `:` or `-`; nothing ran"
+                    "toolwarden: `_meta.{SESSION_META}` must be a string of 1 to \
+                     {MAX_SESSION_NAME} letters, digits, `.`, `_`, `:` or `-`; nothing ran"
                 ),
                 None,
             )),
