@@ -143,9 +143,9 @@ pub struct CallError {
     /// The approval this error concerns, if any.
     #[serde(skip)]
     pub approval_id: Option<String>,
-    /// The question the call stopped at (`INPUT_REQUIRED`).
+    /// The questions the call stopped at (`INPUT_REQUIRED`).
     #[serde(skip)]
-    pub question: Option<Box<crate::question::Question>>,
+    pub questions: Vec<crate::question::Question>,
 }
 
 impl CallError {
@@ -154,7 +154,7 @@ impl CallError {
             code,
             message: message.into(),
             approval_id: None,
-            question: None,
+            questions: Vec::new(),
         }
     }
 
@@ -163,17 +163,26 @@ impl CallError {
         self
     }
 
-    /// An `INPUT_REQUIRED` stop at `question`.
-    pub fn asking(question: crate::question::Question) -> Self {
-        let mut error = CallError::new(
-            ErrorCode::InputRequired,
-            format!(
-                "the tool asks a person (question `{}`): {}; the call stopped there and runs again \
-                 from the start once the question is answered",
+    /// An `INPUT_REQUIRED` stop at `questions` (at least one).
+    pub fn asking(questions: Vec<crate::question::Question>) -> Self {
+        let message = match questions.as_slice() {
+            [question] => format!(
+                "the tool asks a person (question `{}`): {}; the call stopped there and runs \
+                 again from the start once the question is answered",
                 question.key, question.message
             ),
-        );
-        error.question = Some(Box::new(question));
+            many => format!(
+                "the tool asks a person {} questions at once ({}); the call stopped there and \
+                 runs again from the start once every one is answered",
+                many.len(),
+                many.iter()
+                    .map(|q| format!("`{}`: {}", q.key, q.message))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        };
+        let mut error = CallError::new(ErrorCode::InputRequired, message);
+        error.questions = questions;
         error
     }
 }
@@ -229,10 +238,11 @@ pub struct CallResult {
     pub blocks: Vec<crate::content::Block>,
     pub error: Option<CallError>,
     pub approval_id: Option<String>,
-    /// The question the call stopped at (`INPUT_REQUIRED`): ask it, put the
-    /// answer in [`crate::CallRequest::answers`] and make the call again.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub question: Option<crate::question::Question>,
+    /// The questions the call stopped at (`INPUT_REQUIRED`): ask them, put
+    /// the answers in [`crate::CallRequest::answers`] and make the call
+    /// again.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub questions: Vec<crate::question::Question>,
     pub duration_us: u64,
     /// Each pipeline step with what it found and how long it took, when the
     /// request asked for a trace.

@@ -21,6 +21,11 @@ fn accepted(content: Value) -> Answer {
     Answer::Accepted(content)
 }
 
+/// The keys of the questions a call stopped at, in the order asked.
+fn keys(result: &CallResult) -> Vec<&str> {
+    result.questions.iter().map(|q| q.key.as_str()).collect()
+}
+
 const GREET: &str = "test_input_required_result_elicitation";
 
 #[test]
@@ -30,10 +35,9 @@ fn a_question_stops_the_call_and_the_answer_runs_it_again() {
     let asked = ask(&host, GREET, json!({}), &[]);
     assert_eq!(asked.code(), Some(ErrorCode::InputRequired), "{asked:#?}");
     assert_eq!(asked.status, Status::Error);
-    let question = asked
-        .question
-        .as_ref()
-        .expect("the result carries the question");
+    let [question] = asked.questions.as_slice() else {
+        panic!("the result carries the one question: {asked:#?}");
+    };
     assert_eq!(question.key, "user_name");
     assert_eq!(question.message, "What is your name?");
     assert_eq!(question.form["required"], json!(["name"]));
@@ -51,7 +55,7 @@ fn a_question_stops_the_call_and_the_answer_runs_it_again() {
     );
     assert_eq!(answered.status, Status::Ok, "{answered:#?}");
     assert_eq!(answered.content.as_deref(), Some("Hello, Ada!"));
-    assert!(answered.question.is_none());
+    assert!(answered.questions.is_empty());
 
     // The audit keeps each run: the question without an answer where the
     // call stopped, with its answer where it went on.
@@ -78,15 +82,9 @@ fn a_question_is_asked_once_per_round_until_every_one_is_answered() {
     let tool = "test_input_required_result_multi_round";
     let step1 = ("step1", accepted(json!({"name": "Ada"})));
     let first = ask(&host, tool, json!({}), &[]);
-    assert_eq!(
-        first.question.as_ref().map(|q| q.key.as_str()),
-        Some("step1")
-    );
+    assert_eq!(keys(&first), ["step1"]);
     let second = ask(&host, tool, json!({}), std::slice::from_ref(&step1));
-    assert_eq!(
-        second.question.as_ref().map(|q| q.key.as_str()),
-        Some("step2")
-    );
+    assert_eq!(keys(&second), ["step2"]);
     let done = ask(
         &host,
         tool,
@@ -117,7 +115,7 @@ fn an_answer_that_does_not_fit_the_form_never_reaches_the_plugin() {
             Some(ErrorCode::InputRequired),
             "{wrong} must be asked again: {r:#?}"
         );
-        assert_eq!(r.question.as_ref().unwrap().key, "user_name");
+        assert_eq!(keys(&r), ["user_name"]);
     }
     // Answers to questions the tool did not ask change nothing.
     let r = ask(
@@ -143,16 +141,21 @@ fn hostile_ask(
     count: u32,
     answers: &[(&str, Answer)],
 ) -> CallResult {
-    let form = match form {
-        Value::String(text) => text,
-        other => other.to_string(),
+    hostile_ask_with(host, json!({"key": key, "count": count}), form, answers)
+}
+
+/// `hostile_ask` with `args` (its form set from `form`).
+fn hostile_ask_with(
+    host: &Controller,
+    mut args: Value,
+    form: Value,
+    answers: &[(&str, Answer)],
+) -> CallResult {
+    args["form"] = match form {
+        Value::String(text) => Value::String(text),
+        other => Value::String(other.to_string()),
     };
-    ask(
-        host,
-        "hostile_ask",
-        json!({"key": key, "form": form, "count": count}),
-        answers,
-    )
+    ask(host, "hostile_ask", args, answers)
 }
 
 #[test]
@@ -189,7 +192,7 @@ fn a_malformed_question_is_the_plugins_defect_and_the_host_keeps_serving() {
             "{key:?} {form}: {message}"
         );
         assert!(
-            r.question.is_none(),
+            r.questions.is_empty(),
             "a malformed question is never shown to anyone"
         );
     }
@@ -207,6 +210,98 @@ fn a_malformed_question_is_the_plugins_defect_and_the_host_keeps_serving() {
     let r = hostile_ask(&host, "q", fine, 20, &answers);
     assert_code(&host, &r, ErrorCode::ToolCrashed);
     assert!(r.error.unwrap().message.contains("16"));
+}
+
+#[test]
+fn questions_asked_at_once_stop_the_call_together_until_each_is_answered() {
+    let t = TestHost::new(&[CONFORMANCE]);
+    let host = t.controller();
+    let both = ask(&host, "multi_input", json!({}), &[]);
+    assert_eq!(both.code(), Some(ErrorCode::InputRequired), "{both:#?}");
+    assert_eq!(keys(&both), ["first", "second"]);
+    let message = &both.error.as_ref().unwrap().message;
+    assert!(
+        message.contains("2 questions at once") && message.contains("Second: your name?"),
+        "{message}"
+    );
+    // Answered out of order, one at a time: the other is still asked.
+    let second = ("second", accepted(json!({"name": "Bo", "confirm": true})));
+    let one_left = ask(
+        &host,
+        "multi_input",
+        json!({}),
+        std::slice::from_ref(&second),
+    );
+    assert_eq!(keys(&one_left), ["first"]);
+    // An answer that does not fit its form counts as none.
+    let unfit = ask(
+        &host,
+        "multi_input",
+        json!({}),
+        &[second.clone(), ("first", accepted(json!({"name": 7})))],
+    );
+    assert_eq!(keys(&unfit), ["first"]);
+    let done = ask(
+        &host,
+        "multi_input",
+        json!({}),
+        &[second, ("first", accepted(json!({"name": "Al"})))],
+    );
+    assert_eq!(done.status, Status::Ok, "{done:#?}");
+    assert_eq!(done.content.as_deref(), Some("Al and Bo"));
+    // The audit keeps both questions of the run that stopped, unanswered.
+    outcome_of(&host, &both.call_id);
+    let asked: Vec<Value> = audit(&host, &both.call_id)
+        .into_iter()
+        .filter(|r| r.kind == "question")
+        .map(|r| r.data)
+        .collect();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(asked.iter().all(|q| q.get("answer").is_none()), "{asked:?}");
+}
+
+#[test]
+fn a_malformed_batch_of_questions_is_the_plugins_defect() {
+    let t = TestHost::new(&[HOSTILE, CALC]);
+    let host = t.controller();
+    let fine = json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
+    let twice = hostile_ask_with(
+        &host,
+        json!({"key": "k", "count": 2, "batch": true, "same_key": true}),
+        fine.clone(),
+        &[],
+    );
+    assert_code(&host, &twice, ErrorCode::ToolCrashed);
+    assert!(
+        twice.error.as_ref().unwrap().message.contains("`k` twice"),
+        "{twice:#?}"
+    );
+    // One malformed question spoils the batch: none of it is shown.
+    let spoiled = hostile_ask_with(
+        &host,
+        json!({"key": "Bad Key", "count": 3, "batch": true}),
+        fine.clone(),
+        &[],
+    );
+    assert_code(&host, &spoiled, ErrorCode::ToolCrashed);
+    assert!(spoiled.questions.is_empty());
+    // The limit on questions per run counts a batch whole.
+    let many = hostile_ask_with(
+        &host,
+        json!({"key": "q", "count": 17, "batch": true}),
+        fine.clone(),
+        &[],
+    );
+    assert_code(&host, &many, ErrorCode::ToolCrashed);
+    assert!(many.error.unwrap().message.contains("16"));
+    let sixteen = hostile_ask_with(
+        &host,
+        json!({"key": "q", "count": 16, "batch": true}),
+        fine,
+        &[("q3", Answer::Declined)],
+    );
+    assert_eq!(sixteen.questions.len(), 15, "{sixteen:#?}");
+    assert!(sixteen.questions.iter().all(|q| q.key != "q3"));
 }
 
 #[test]
@@ -262,5 +357,5 @@ fn the_cli_asks_on_a_terminal_and_fails_closed_elsewhere() {
     let (_, stdout, _) = run_cli(t.cli().args(["call", "--json", GREET, "{}"]));
     let result: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(result["error"]["code"], "INPUT_REQUIRED");
-    assert_eq!(result["question"]["key"], "user_name");
+    assert_eq!(result["questions"][0]["key"], "user_name");
 }

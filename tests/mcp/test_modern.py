@@ -1,6 +1,8 @@
 """2026-07-28 clients: `ask` becomes an `input_required` result whose request
 state is good for exactly one retry."""
 
+import json
+
 import pytest
 from mcp import Client, types
 from mcp.shared.exceptions import MCPError
@@ -73,3 +75,28 @@ async def test_a_request_state_serves_one_retry_only(host):
             assert "already used" in refused.value.error.message
     outcomes = [r for r in host.audit("write_file") if r["kind"] == "outcome"]
     assert len(outcomes) == 1, "the call ran exactly once"
+
+
+async def test_questions_asked_at_once_come_in_one_input_required_result(host):
+    form = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    args = {"key": "step", "form": json.dumps(form), "count": 3, "batch": True}
+    yes = {"action": "accept", "content": {"ok": True}}
+    async with Client(host.server(), elicitation_callback=lambda c, p: None) as client:
+        first = await client.session.call_tool("hostile_ask", args, allow_input_required=True)
+        assert isinstance(first, InputRequiredResult), first
+        assert sorted(first.input_requests) == ["step0", "step1", "step2"]
+        # One answered: the retry is asked the other two, with the answer kept.
+        second = await client.session.call_tool(
+            "hostile_ask", args, input_responses={"step1": yes},
+            request_state=first.request_state, allow_input_required=True,
+        )
+        assert isinstance(second, InputRequiredResult), second
+        assert sorted(second.input_requests) == ["step0", "step2"]
+        done = await client.session.call_tool(
+            "hostile_ask", args, input_responses={"step0": yes, "step2": {"action": "decline"}},
+            request_state=second.request_state, allow_input_required=True,
+        )
+        assert done.is_error is False, done.content
+        assert done.structured_content == {"result": 2}
+    outcomes = [r for r in host.audit("hostile_ask") if r["kind"] == "outcome"]
+    assert len(outcomes) == 3

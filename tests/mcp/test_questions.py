@@ -57,3 +57,23 @@ async def test_a_client_that_cannot_ask_gets_input_required(host):
         assert res.is_error is True
         assert meta(res)["code"] == "INPUT_REQUIRED"
         assert "step0" in res.content[0].text and "hostile question" in res.content[0].text
+
+
+async def test_questions_asked_at_once_are_each_elicited_and_run_again_once(host):
+    asked = []
+
+    async def answer(context, params):
+        asked.append(params)
+        return types.ElicitResult(action="accept", content={"ok": True})
+
+    async with Client(host.server(), elicitation_callback=answer) as client:
+        res = await client.call_tool("hostile_ask", {**ARGS, "batch": True})
+        assert res.is_error is False, res.content
+        assert res.structured_content == {"result": 3}
+    assert len(asked) == 3
+    records = host.audit("hostile_ask")
+    questions = [r["data"] for r in records if r["kind"] == "question"]
+    # The first run stops at all three, the second has every answer.
+    assert [q["key"] for q in questions] == ["step0", "step1", "step2"] * 2
+    assert [("answer" in q) for q in questions] == [False] * 3 + [True] * 3
+    assert sum(1 for r in records if r["kind"] == "outcome") == 2

@@ -348,7 +348,10 @@ impl Controller {
             content,
             blocks,
             approval_id: error.as_ref().and_then(|e| e.approval_id.clone()),
-            question: error.as_ref().and_then(|e| e.question.as_deref().cloned()),
+            questions: error
+                .as_ref()
+                .map(|e| e.questions.clone())
+                .unwrap_or_default(),
             error,
             duration_us,
             fuel_used: trail.fuel_used,

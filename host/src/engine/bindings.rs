@@ -28,7 +28,10 @@ pub(crate) mod v0_2_ask {
     wasmtime::component::bindgen!({
         path: "../wit",
         world: "asking-plugin",
-        imports: { "toolwarden:tool/ask.question": trappable },
+        imports: {
+            "toolwarden:tool/ask.question": trappable,
+            "toolwarden:tool/ask.questions": trappable,
+        },
         exports: { default: async },
     });
 }

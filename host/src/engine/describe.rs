@@ -38,7 +38,7 @@ pub(super) fn describe(
         children: None,
         answers: None,
         asked: Vec::new(),
-        stopped_at: None,
+        stopped_at: Vec::new(),
     };
     // A plugin compiled for the first time is described with its baseline
     // code, which is then dropped: calls run the optimized code.

@@ -171,8 +171,8 @@ pub(crate) fn classify<R>(
         }
         Ok(Err(failure)) => failure,
     };
-    if let Some(question) = &store.data().host.stopped_at {
-        return Err(CallError::asking(question.clone()));
+    if !store.data().host.stopped_at.is_empty() {
+        return Err(CallError::asking(store.data().host.stopped_at.clone()));
     }
     if store.data().limiter.refused_memory {
         return Err(CallError::new(

@@ -7,7 +7,7 @@
 //! (0.2.0), which answers from the call's answers or stops the call.
 
 use super::bindings::{v0_1, v0_2, v0_2_ask};
-use super::state::CallState;
+use super::state::{CallState, HostState};
 use crate::call::{ChildCalls, Progress};
 use crate::presentation::cut_to;
 use crate::question::{Answer, Asked, MAX_QUESTIONS, Question};
@@ -172,45 +172,98 @@ impl v0_2_ask::toolwarden::tool::ask::Host for CallState {
         message: String,
         form: String,
     ) -> wasmtime::Result<v0_2_ask::toolwarden::tool::ask::Answer> {
-        use v0_2_ask::toolwarden::tool::ask::Answer as Wit;
-        let host = &mut self.host;
-        if host.asked.len() >= MAX_QUESTIONS {
+        let question = self.host.admit_questions(vec![(key, message, form)])?;
+        let mut answers = self.host.answer(question)?;
+        answers
+            .pop()
+            .ok_or_else(|| wasmtime::Error::msg("a question went unanswered"))
+    }
+
+    /// As `question`, for a batch: the call stops with every question of
+    /// it that has no fitting answer yet, so the person sees them together.
+    fn questions(
+        &mut self,
+        queries: Vec<v0_2_ask::toolwarden::tool::ask::Query>,
+    ) -> wasmtime::Result<Vec<v0_2_ask::toolwarden::tool::ask::Answer>> {
+        let asked = queries
+            .into_iter()
+            .map(|q| (q.key, q.message, q.form))
+            .collect();
+        let questions = self.host.admit_questions(asked)?;
+        self.host.answer(questions)
+    }
+}
+
+impl HostState {
+    /// The questions a plugin asked, checked: a malformed one, a key twice
+    /// in one batch, or more than [`MAX_QUESTIONS`] in the run is the
+    /// plugin's defect and stops the call.
+    fn admit_questions(
+        &self,
+        asked: Vec<(String, String, String)>,
+    ) -> wasmtime::Result<Vec<Question>> {
+        if self.asked.len() + asked.len() > MAX_QUESTIONS {
             return Err(wasmtime::Error::msg(format!(
                 "the plugin asked more than {MAX_QUESTIONS} questions in one call"
             )));
         }
-        let question = Question::new(key, message, &form).map_err(|e| {
-            wasmtime::Error::msg(format!("the plugin asked a malformed question: {e}"))
-        })?;
-        let answer = host
-            .answers
-            .as_deref()
-            .and_then(|answers| answers.get(&question.key))
-            .filter(|answer| match question.admits(answer) {
-                Ok(()) => true,
-                Err(why) => {
-                    tracing::info!(
-                        tool = &*host.tool,
-                        call = &*host.call_id,
-                        "{why}; asking again"
-                    );
-                    false
-                }
-            })
-            .cloned();
-        host.asked.push(Asked {
-            key: question.key.clone(),
-            message: question.message.clone(),
-            answer: answer.clone(),
-        });
-        match answer {
-            Some(Answer::Accepted(content)) => Ok(Wit::Accepted(content.to_string())),
-            Some(Answer::Declined) => Ok(Wit::Declined),
-            Some(Answer::Cancelled) => Ok(Wit::Cancelled),
-            None => {
-                host.stopped_at = Some(question);
-                Err(wasmtime::Error::msg("the call stopped to ask a person"))
+        let mut questions: Vec<Question> = Vec::with_capacity(asked.len());
+        for (key, message, form) in asked {
+            let question = Question::new(key, message, &form).map_err(|e| {
+                wasmtime::Error::msg(format!("the plugin asked a malformed question: {e}"))
+            })?;
+            if questions.iter().any(|q| q.key == question.key) {
+                return Err(wasmtime::Error::msg(format!(
+                    "the plugin asked question `{}` twice at once",
+                    question.key
+                )));
             }
+            questions.push(question);
+        }
+        Ok(questions)
+    }
+
+    /// Each question's answer from the call's answers, in order; or, when
+    /// any has none that fits its form, the call stopped at those.
+    fn answer(
+        &mut self,
+        questions: Vec<Question>,
+    ) -> wasmtime::Result<Vec<v0_2_ask::toolwarden::tool::ask::Answer>> {
+        use v0_2_ask::toolwarden::tool::ask::Answer as Wit;
+        let mut answers = Vec::with_capacity(questions.len());
+        for question in questions {
+            let answer = self
+                .answers
+                .as_deref()
+                .and_then(|answers| answers.get(&question.key))
+                .filter(|answer| match question.admits(answer) {
+                    Ok(()) => true,
+                    Err(why) => {
+                        tracing::info!(
+                            tool = &*self.tool,
+                            call = &*self.call_id,
+                            "{why}; asking again"
+                        );
+                        false
+                    }
+                })
+                .cloned();
+            self.asked.push(Asked {
+                key: question.key.clone(),
+                message: question.message.clone(),
+                answer: answer.clone(),
+            });
+            match answer {
+                Some(Answer::Accepted(content)) => answers.push(Wit::Accepted(content.to_string())),
+                Some(Answer::Declined) => answers.push(Wit::Declined),
+                Some(Answer::Cancelled) => answers.push(Wit::Cancelled),
+                None => self.stopped_at.push(question),
+            }
+        }
+        if self.stopped_at.is_empty() {
+            Ok(answers)
+        } else {
+            Err(wasmtime::Error::msg("the call stopped to ask a person"))
         }
     }
 }

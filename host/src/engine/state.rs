@@ -63,8 +63,9 @@ pub(crate) struct HostState {
     pub answers: Option<Arc<crate::question::Answers>>,
     /// Each question the call asked, in order, with the answer it got.
     pub asked: Vec<crate::question::Asked>,
-    /// The question the call stopped at, for want of an answer.
-    pub stopped_at: Option<crate::question::Question>,
+    /// The questions the call stopped at, for want of answers: one, or
+    /// the unanswered ones of a `questions` batch.
+    pub stopped_at: Vec<crate::question::Question>,
 }
 
 pub(crate) struct CallState {

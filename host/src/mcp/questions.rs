@@ -101,19 +101,26 @@ impl Server {
         result: &CallResult,
     ) -> Option<CallToolResponse> {
         cx.client_capabilities()?.elicitation.as_ref()?;
-        let question = result.question.as_ref()?;
-        let form = input::question_form(question)?;
+        if result.questions.is_empty() {
+            return None;
+        }
+        let requests = result
+            .questions
+            .iter()
+            .map(|question| {
+                let form = input::question_form(question)?;
+                Some((
+                    question.key.clone(),
+                    InputRequest::Elicitation(ElicitRequest::new(form)),
+                ))
+            })
+            .collect::<Option<_>>()?;
         let state = self.states.issue(input::Pending::Questions {
             session: request.session.clone(),
             tool: request.tool.clone(),
             arguments: object_of(&request.args),
             answers: request.answers.clone(),
         })?;
-        let requests = [(
-            question.key.clone(),
-            InputRequest::Elicitation(ElicitRequest::new(form)),
-        )]
-        .into();
         Some(CallToolResponse::InputRequired(InputRequiredResult::new(
             Some(requests),
             Some(state),
@@ -121,9 +128,10 @@ impl Server {
     }
 
     /// For a legacy client that declared elicitation: asks each question a
-    /// run of the call stops at and runs it again with the answer, until it
-    /// ends otherwise. Stops at the first question the person leaves
-    /// unanswered (or after [`MAX_QUESTIONS`] rounds) with that result.
+    /// run of the call stops at (one form at a time, as elicitation has it)
+    /// and runs it again with the answers, until it ends otherwise. Stops at
+    /// the first question the person leaves unanswered (or after
+    /// [`MAX_QUESTIONS`] rounds) with that result.
     pub(super) async fn answer_questions(
         &self,
         cx: &RequestContext<RoleServer>,
@@ -131,29 +139,30 @@ impl Server {
         mut result: CallResult,
     ) -> CallResult {
         for _ in 0..MAX_QUESTIONS {
-            if result.code() != Some(ErrorCode::InputRequired) {
+            if result.code() != Some(ErrorCode::InputRequired) || result.questions.is_empty() {
                 break;
             }
-            let Some(question) = result.question.as_ref() else {
-                break;
-            };
-            let Some(form) = input::question_form(question) else {
-                break;
-            };
-            let answer =
-                match tokio::time::timeout(ELICITATION_TIMEOUT, cx.peer.create_elicitation(form))
-                    .await
+            for question in &result.questions {
+                let Some(form) = input::question_form(question) else {
+                    return result;
+                };
+                let answer = match tokio::time::timeout(
+                    ELICITATION_TIMEOUT,
+                    cx.peer.create_elicitation(form),
+                )
+                .await
                 {
                     Ok(Ok(answer)) => answer,
                     Ok(Err(e)) => {
                         tracing::warn!("asking question `{}` failed: {e}", question.key);
-                        break;
+                        return result;
                     }
-                    Err(_) => break,
+                    Err(_) => return result,
                 };
-            request
-                .answers
-                .insert(question.key.clone(), input::answer(answer));
+                request
+                    .answers
+                    .insert(question.key.clone(), input::answer(answer));
+            }
             // The run that asked used up its approval, if any: the policy
             // asks again.
             request.approval = None;

@@ -193,23 +193,40 @@ impl Server {
                     request.approval = Some(id);
                 }
                 Some(ErrorCode::InputRequired) => {
-                    let Some(question) = result.question.as_ref() else {
+                    let Some(forms) = result
+                        .questions
+                        .iter()
+                        .map(|question| Some((question, input::question_form(question)?)))
+                        .collect::<Option<Vec<_>>>()
+                        .filter(|forms| !forms.is_empty())
+                    else {
                         return settle(result);
                     };
-                    let Some(form) = input::question_form(question) else {
-                        return settle(result);
-                    };
-                    let reply = task
-                        .request_input(
-                            // A fresh key each time: an answer that did
-                            // not fit the form is asked for again.
-                            format!("question-{}-{round}", question.key),
-                            InputRequest::Elicitation(ElicitRequest::new(form)),
-                        )
+                    // Asked together, so the task shows them all at once;
+                    // the answers may come in any order and in separate
+                    // updates, and the run waits for every one.
+                    let replies =
+                        futures::future::try_join_all(forms.into_iter().map(|(question, form)| {
+                            let task = task.clone();
+                            async move {
+                                let reply = task
+                                    .request_input(
+                                        // A fresh key each time: an answer
+                                        // that did not fit the form is
+                                        // asked for again.
+                                        format!("question-{}-{round}", question.key),
+                                        InputRequest::Elicitation(ElicitRequest::new(form)),
+                                    )
+                                    .await?;
+                                Ok::<_, TaskExit>((question.key.clone(), reply))
+                            }
+                        }))
                         .await?;
-                    let answer =
-                        input::reply_answer(&reply).unwrap_or(crate::question::Answer::Cancelled);
-                    request.answers.insert(question.key.clone(), answer);
+                    for (key, reply) in replies {
+                        let answer = input::reply_answer(&reply)
+                            .unwrap_or(crate::question::Answer::Cancelled);
+                        request.answers.insert(key, answer);
+                    }
                     // The run that asked used up its approval, if any.
                     request.approval = None;
                 }

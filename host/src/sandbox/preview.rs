@@ -102,7 +102,7 @@ impl Sandbox {
             children: None,
             answers: None,
             asked: Vec::new(),
-            stopped_at: None,
+            stopped_at: Vec::new(),
         };
         let (mut store, pipes) =
             new_store(engine, pre, &grant, host, engine.limits().fuel, timeout)?;

@@ -134,7 +134,7 @@ pub(super) async fn invoke(
         children: cx.children.clone(),
         answers: Some(Arc::clone(&cx.answers)),
         asked: Vec::new(),
-        stopped_at: None,
+        stopped_at: Vec::new(),
     };
     let (mut store, pipes) = match new_store(engine, code, call.grant(), host, fuel, timeout) {
         Ok(created) => created,

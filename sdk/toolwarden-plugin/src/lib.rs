@@ -195,6 +195,37 @@ impl Context {
         }
         bindings::toolwarden::tool::ask::question(key, message, &form.to_string())
     }
+
+    /// Asks several questions at once, each a `(key, message, form)` as
+    /// [`Context::ask`] takes them: the person sees them together and may
+    /// answer them in any order. Returns the answers in the order asked;
+    /// the call stops (and later runs again) until every one is answered.
+    /// Outside the host (`for_test`) the answers are those set by
+    /// [`Context::with_answer`].
+    pub fn ask_all(&self, questions: &[(&str, &str, &Value)]) -> Vec<Answer> {
+        if !self.attached {
+            return questions
+                .iter()
+                .map(|(key, _, _)| {
+                    self.test_answers
+                        .get(*key)
+                        .cloned()
+                        .unwrap_or(Answer::Cancelled)
+                })
+                .collect();
+        }
+        let queries: Vec<bindings::toolwarden::tool::ask::Query> = questions
+            .iter()
+            .map(
+                |(key, message, form)| bindings::toolwarden::tool::ask::Query {
+                    key: (*key).to_owned(),
+                    message: (*message).to_owned(),
+                    form: form.to_string(),
+                },
+            )
+            .collect();
+        bindings::toolwarden::tool::ask::questions(&queries)
+    }
 }
 
 /// A path argument relative to the workspace root. Its schema carries

@@ -85,9 +85,11 @@ pub fn run(config: Config, opts: Options, printer: Printer) -> Result<ExitStatus
             && prompt(&host, &id, printer)?
         {
             request.approval = Some(id);
-        } else if let Some(question) = &result.question {
-            let answer = ask(&request.tool, question);
-            request.answers.insert(question.key.clone(), answer);
+        } else if !result.questions.is_empty() {
+            for question in &result.questions {
+                let answer = ask(&request.tool, question);
+                request.answers.insert(question.key.clone(), answer);
+            }
             request.approval = None;
         } else {
             break;
@@ -95,14 +97,21 @@ pub fn run(config: Config, opts: Options, printer: Printer) -> Result<ExitStatus
         request.call_id = CallId::new();
         result = runtime.block_on(host.handle(request.clone()));
     }
-    if !interactive && let Some(question) = &result.question {
+    if !interactive && !result.questions.is_empty() {
+        let asked: Vec<String> = result
+            .questions
+            .iter()
+            .map(|question| {
+                format!(
+                    "`{}` asks a person: {}\n{}",
+                    request.tool,
+                    question.message,
+                    serde_json::to_string_pretty(&question.form).unwrap_or_default()
+                )
+            })
+            .collect();
         printer.error(
-            format!(
-                "`{}` asks a person: {}\n{}",
-                request.tool,
-                question.message,
-                serde_json::to_string_pretty(&question.form).unwrap_or_default()
-            ),
+            asked.join("\n"),
             Some(
                 "nothing ran past the question: run the call at a terminal to answer it, or through an MCP client that can ask the person",
             ),
