@@ -222,3 +222,62 @@ def test_a_declined_approval_in_a_task_runs_nothing(tasks):
     done = tasks.until(task_id, "completed", "failed")
     assert done["status"] == "completed" and done["result"]["isError"] is True
     assert done["result"]["_meta"]["toolwarden"]["code"] == "APPROVAL_DENIED"
+
+
+class Legacy:
+    """A 2025-11-25 client over stdio, spoken raw: `initialize`, then requests
+    one at a time, skipping notifications."""
+
+    def __init__(self, host: Host):
+        import subprocess
+        from conftest import BINARY
+        self.proc = subprocess.Popen([str(BINARY), "serve"], env=host.env(), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.ids = 0
+        self.initialized = self.rpc("initialize", {"protocolVersion": "2025-11-25",
+                                                   "capabilities": {"tasks": {"list": {}, "cancel": {}}},
+                                                   "clientInfo": {"name": "v1", "version": "0"}})
+        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+
+    def rpc(self, method: str, params: dict) -> dict:
+        self.ids += 1
+        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": self.ids, "method": method,
+                                          "params": params}) + "\n")
+        self.proc.stdin.flush()
+        while True:
+            message = json.loads(self.proc.stdout.readline())
+            if message.get("id") == self.ids:
+                return message
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=10)
+
+
+def test_a_2025_11_25_task_request_is_answered_as_a_plain_call(tmp_path):
+    """The host does not declare 2025-11-25 tasks (`capabilities.tasks`), so
+    a `task` field on `tools/call` is ignored, as that revision requires of
+    such a receiver: the call runs to its end and is answered as usual, and
+    the revision's own methods are not found."""
+    host = Host(tmp_path)
+    shutil.copy(WASM / "conformance.wasm", host.plugins)
+    (host.workspace / "toolwarden.toml").write_text(POLICY.format(timeout_ms=30000, ttl=3600))
+    client = Legacy(host)
+    try:
+        assert client.initialized["result"]["protocolVersion"] == "2025-11-25"
+        assert "tasks" not in client.initialized["result"]["capabilities"]
+        tools = client.rpc("tools/list", {})["result"]["tools"]
+        assert all(t.get("execution", {}).get("taskSupport", "forbidden") == "forbidden" for t in tools)
+        started = time.monotonic()
+        answer = client.rpc("tools/call", {"name": "slow_compute", "arguments": {"seconds": 1, "label": "v1"},
+                                           "task": {"ttl": 60000}})
+        assert time.monotonic() - started >= 1, "it ran to its end before the answer"
+        result = answer["result"]
+        assert "task" not in result and "taskId" not in result, result
+        assert result["isError"] is False and result["content"], result
+        for method, params in [("tasks/result", {"taskId": "x"}), ("tasks/list", {})]:
+            refused = client.rpc(method, params)
+            assert refused["error"]["code"] == -32601, refused
+    finally:
+        client.close()
+    assert len([o for o in Tasks(None, host).outcomes("slow_compute")]) == 1
