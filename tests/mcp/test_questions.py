@@ -77,3 +77,39 @@ async def test_questions_asked_at_once_are_each_elicited_and_run_again_once(host
     assert [q["key"] for q in questions] == ["step0", "step1", "step2"] * 2
     assert [("answer" in q) for q in questions] == [False] * 3 + [True] * 3
     assert sum(1 for r in records if r["kind"] == "outcome") == 2
+
+
+async def test_a_legacy_client_is_asked_the_approval_again_after_a_question(host):
+    """A tool the policy asks about, which asks a question itself: the run
+    that asked used up its approval, so a client of the `initialize` era is
+    asked for it again (as the CLI would ask), and the call then completes."""
+    import shutil
+
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    from conftest import WASM
+
+    shutil.copy(WASM / "conformance.wasm", host.plugins)
+    policy = host.workspace / "toolwarden.toml"
+    policy.write_text(policy.read_text() + '\n[[rule]]\ntools = ["confirm_delete"]\ndecision = "ask"\n'
+                      'reason = "deleting needs a person"\n')
+    asked = []
+
+    async def answer(context, params):
+        asked.append(params.message)
+        if "Delete" in params.message:
+            return types.ElicitResult(action="accept", content={"confirm": True})
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    async with stdio_client(host.server()) as (r, w), ClientSession(r, w, elicitation_callback=answer) as s:
+        initialized = await s.initialize()
+        assert initialized.protocol_version != "2026-07-28"
+        res = await s.call_tool("confirm_delete", {"filename": "a.txt"})
+        assert res.is_error is False, res.content
+        assert res.content[0].text == "a.txt deleted"
+    assert ["Delete" in m for m in asked] == [False, True, False], asked
+    kinds = [r["kind"] for r in host.audit("confirm_delete")]
+    # Two runs stopped for the approval, one at the question, one ran to its end.
+    assert kinds.count("refused") == 2 and kinds.count("approval_consumed") == 2, kinds
+    assert kinds.count("outcome") == 2, kinds

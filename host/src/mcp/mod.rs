@@ -306,30 +306,26 @@ impl ServerHandler for Server {
             tasks::Begun::Ended(result) => *result,
             tasks::Begun::Usual => self.run(request.clone(), &cx).await,
         };
-        let pending = (result.code() == Some(ErrorCode::ApprovalRequired))
-            .then(|| result.approval_id.clone())
-            .flatten();
         let mut asked = None;
-        if let Some(id) = pending {
-            if modern {
-                asked = self.ask_to_retry(&cx, id, &request);
-            } else if !cx.peer.supported_elicitation_modes().is_empty()
-                // Boxed: inline, this rare wait (2.5 KB of future) would
-                // make every call's future that much larger, and rmcp moves
-                // a request's future when it spawns it.
-                && Box::pin(self.elicit(&cx.peer, &id)).await
-            {
-                request.call_id = crate::call::CallId::new();
-                request.approval = Some(id);
-                result = self.run(request.clone(), &cx).await;
+        if modern {
+            match result.code() {
+                Some(ErrorCode::ApprovalRequired) => {
+                    if let Some(id) = result.approval_id.clone() {
+                        asked = self.ask_to_retry(&cx, id, &request);
+                    }
+                }
+                Some(ErrorCode::InputRequired) => {
+                    asked = self.hand_question(&cx, &request, &result);
+                }
+                _ => {}
             }
-        }
-        if result.code() == Some(ErrorCode::InputRequired) {
-            if modern {
-                asked = self.hand_question(&cx, &request, &result);
-            } else if !cx.peer.supported_elicitation_modes().is_empty() {
-                result = Box::pin(self.answer_questions(&cx, &mut request, result)).await;
-            }
+        } else if tasks::stops_for_a_person(&result)
+            && !cx.peer.supported_elicitation_modes().is_empty()
+        {
+            // Boxed: inline, this rare wait (kilobytes of future) would make
+            // every call's future that much larger, and rmcp moves a
+            // request's future when it spawns it.
+            result = Box::pin(self.ask_the_person(&cx, &mut request, result)).await;
         }
         drop(request);
         if let Some(forwarder) = forwarder {

@@ -2,8 +2,9 @@
 //! import). A call that asked one ends `INPUT_REQUIRED`; this module asks
 //! the person and makes the call again with the answer, or hands the
 //! question to the client to ask:
-//! - a legacy client that declared elicitation gets a form elicitation,
-//!   and the call runs again on this connection once it is answered;
+//! - a legacy client that declared elicitation gets a form elicitation
+//!   (for the approval a rerun needs, too), and the call runs again on this
+//!   connection once it is answered;
 //! - a 2026-07-28 client that declared elicitation gets an
 //!   `input_required` result with a single-use request state holding the
 //!   answers so far; its retry with the new answer runs the call again;
@@ -127,45 +128,56 @@ impl Server {
         )))
     }
 
-    /// For a legacy client that declared elicitation: asks each question a
-    /// run of the call stops at (one form at a time, as elicitation has it)
-    /// and runs it again with the answers, until it ends otherwise. Stops at
-    /// the first question the person leaves unanswered (or after
-    /// [`MAX_QUESTIONS`] rounds) with that result.
-    pub(super) async fn answer_questions(
+    /// For a legacy client that declared elicitation: asks the person what
+    /// each run of the call stops for (an approval; each question it asked,
+    /// one form at a time, as elicitation has it) and runs it again with the
+    /// answers, until it ends otherwise. A run that stopped at a question
+    /// used up its approval, so the next is asked about again, as at the
+    /// CLI. Stops at the first thing the person leaves unanswered (or after
+    /// as many rounds as the CLI allows) with that result.
+    pub(super) async fn ask_the_person(
         &self,
         cx: &RequestContext<RoleServer>,
         request: &mut CallRequest,
         mut result: CallResult,
     ) -> CallResult {
-        for _ in 0..MAX_QUESTIONS {
-            if result.code() != Some(ErrorCode::InputRequired) || result.questions.is_empty() {
-                break;
-            }
-            for question in &result.questions {
-                let Some(form) = input::question_form(question) else {
-                    return result;
-                };
-                let answer = match tokio::time::timeout(
-                    ELICITATION_TIMEOUT,
-                    cx.peer.create_elicitation(form),
-                )
-                .await
-                {
-                    Ok(Ok(answer)) => answer,
-                    Ok(Err(e)) => {
-                        tracing::warn!("asking question `{}` failed: {e}", question.key);
+        for _ in 0..2 * MAX_QUESTIONS {
+            match result.code() {
+                Some(ErrorCode::ApprovalRequired) => {
+                    let Some(id) = result.approval_id.clone() else {
+                        return result;
+                    };
+                    if !self.elicit(&cx.peer, &id).await {
                         return result;
                     }
-                    Err(_) => return result,
-                };
-                request
-                    .answers
-                    .insert(question.key.clone(), input::answer(answer));
+                    request.approval = Some(id);
+                }
+                Some(ErrorCode::InputRequired) if !result.questions.is_empty() => {
+                    for question in &result.questions {
+                        let Some(form) = input::question_form(question) else {
+                            return result;
+                        };
+                        let answer = match tokio::time::timeout(
+                            ELICITATION_TIMEOUT,
+                            cx.peer.create_elicitation(form),
+                        )
+                        .await
+                        {
+                            Ok(Ok(answer)) => answer,
+                            Ok(Err(e)) => {
+                                tracing::warn!("asking question `{}` failed: {e}", question.key);
+                                return result;
+                            }
+                            Err(_) => return result,
+                        };
+                        request
+                            .answers
+                            .insert(question.key.clone(), input::answer(answer));
+                    }
+                    request.approval = None;
+                }
+                _ => return result,
             }
-            // The run that asked used up its approval, if any: the policy
-            // asks again.
-            request.approval = None;
             request.call_id = CallId::new();
             result = self.run(request.clone(), cx).await;
         }

@@ -250,7 +250,7 @@ pub(super) fn declared_tasks(cx: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|caps| caps.supports_tasks())
 }
 
-fn stops_for_a_person(result: &CallResult) -> bool {
+pub(super) fn stops_for_a_person(result: &CallResult) -> bool {
     matches!(
         result.code(),
         Some(ErrorCode::ApprovalRequired | ErrorCode::InputRequired)
