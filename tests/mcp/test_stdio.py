@@ -194,3 +194,46 @@ async def test_a_plugin_copied_into_the_plugins_dir_appears_after_list_changed(h
         assert "read_file" in names
         res = await s.call_tool("read_file", {"path": "hello.txt"})
         assert res.structured_content["content"] == "hello"
+
+
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGINT"])
+def test_a_signal_ends_the_server_with_its_calls_recorded(host, signal_name):
+    """How a client stops a stdio server that outlives its closed stdin:
+    the server cancels the call still running, records it, commits the
+    audit it has queued and exits 0, instead of dying with its last batch."""
+    import json
+    import signal
+    import subprocess
+
+    from conftest import BINARY
+
+    proc = subprocess.Popen([str(BINARY), "serve"], env=host.env(), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+    def send(message: dict):
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
+        proc.stdin.flush()
+
+    def answer(id_: int) -> dict:
+        while True:
+            message = json.loads(proc.stdout.readline())
+            if message.get("id") == id_:
+                return message
+
+    send({"id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                                      "clientInfo": {"name": "raw", "version": "0"}}})
+    answer(1)
+    send({"method": "notifications/initialized"})
+    send({"id": 2, "method": "tools/call", "params": {"name": "hostile_spin", "arguments": {}}})
+    time.sleep(0.5)  # it is spinning now
+    send({"id": 3, "method": "tools/call", "params": {"name": "calc",
+                                                      "arguments": {"op": "add", "a": 1, "b": 2}}})
+    assert answer(3)["result"]["structuredContent"] == {"result": 3}
+    proc.send_signal(getattr(signal, signal_name))
+    assert proc.wait(timeout=10) == 0
+    calc = [r["data"] for r in host.audit("calc") if r["kind"] == "outcome"]
+    assert len(calc) == 1 and calc[0]["status"] == "ok", calc
+    spin = [r["data"] for r in host.audit("hostile_spin") if r["kind"] == "outcome"]
+    assert len(spin) == 1 and spin[0]["code"] == "CANCELLED", spin
+    code, out, err = host.cli("audit", "verify")
+    assert code == 0, out + err

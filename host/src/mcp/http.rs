@@ -204,7 +204,7 @@ pub async fn serve(
 }
 
 /// Waits for SIGTERM or SIGINT.
-async fn stop_requested() -> Result<(), String> {
+pub(super) async fn stop_requested() -> Result<(), String> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut terminate =
         signal(SignalKind::terminate()).map_err(|e| format!("cannot watch for SIGTERM: {e}"))?;

@@ -187,7 +187,19 @@ impl Server {
             }
         }
         .map_err(|e| e.to_string())?;
+        // SIGTERM (how a client stops a server that does not go when its
+        // stdin closes) or Ctrl-C ends the connection as a closed stdin
+        // does: the calls in flight are cancelled and recorded, and the
+        // host is dropped in order, so its audit writer commits what is
+        // queued (the signal's default action would lose the last batch).
+        let stop = running.cancellation_token();
+        let signals = tokio::spawn(async move {
+            if http::stop_requested().await.is_ok() {
+                stop.cancel();
+            }
+        });
         let ended = running.waiting().await.map_err(|e| e.to_string());
+        signals.abort();
         watcher.abort();
         ended.map(drop)
     }

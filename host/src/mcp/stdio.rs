@@ -103,11 +103,27 @@ pub fn serve(host: Arc<Controller>, profile: Option<Arc<str>>) -> Result<(), Str
     // The connection answers first and tears down after: see `watch_stdin`.
     Controller::defer_teardowns_on_this_thread();
     let served = connection.block_on(server.serve_stdio());
+    // The connection has ended (stdin closed, or a signal), which cancelled
+    // its calls in flight: let them end, and be recorded, before the host
+    // goes; the connection's own tasks, which stop them, run meanwhile.
+    connection.block_on(calls_ended(&calls));
     Controller::finish_deferred_teardowns();
     // Calls still running hold timers of the connection's runtime: stop them
     // before that runtime goes.
     drop(calls);
     served
+}
+
+/// Longest wait for cancelled calls to end once the connection has: a
+/// guest stops at its next epoch tick, a host call at its next await.
+const CALLS_END_WITHIN: Duration = Duration::from_secs(5);
+
+/// Returns once nothing runs on `calls`, or after [`CALLS_END_WITHIN`].
+async fn calls_ended(calls: &tokio::runtime::Runtime) {
+    let deadline = Instant::now() + CALLS_END_WITHIN;
+    while calls.metrics().num_alive_tasks() > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }
 
 /// Returns once stdin has something to read, a call has finished, or
