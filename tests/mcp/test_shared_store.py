@@ -433,3 +433,47 @@ def test_a_malformed_session_is_refused(hosts, session):
         assert "of 1 to 128 letters" in refused["error"]["message"], refused
         assert call(url, "calc", {"op": "add", "a": 1, "b": 1}, session="ok-" + "x" * 125)["isError"] is False
     assert [o["status"] for o in outcomes(deployment, a, "calc")] == ["ok"]
+
+
+def test_a_nul_in_what_is_recorded_does_not_stop_the_shared_trail(hosts):
+    """PostgreSQL's text holds no NUL character, SQLite's does: a client that
+    puts one in a tool's name, an argument or its session must not make the
+    audit writer's commit fail for good (it would then refuse every call,
+    everyone's)."""
+    deployment, states = hosts
+    with http_serve(env(deployment, states[0])) as (_, url):
+        assert code(call(url, "calc", {"op": "add", "a": 1, "b": 2, "x\u0000": "\u0000"})) == "INVALID_ARGS"
+        assert code(call(url, "read_file", {"path": "hello\u0000.txt"})) is not None
+        # The name travels in a header too over HTTP; a stdio client needs none.
+        stdio = subprocess.Popen([str(BINARY), "serve"], env=env(deployment, states[1]), text=True,
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+        def over_stdio(message: dict) -> dict:
+            stdio.stdin.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
+            stdio.stdin.flush()
+            while "id" in message:
+                answer = json.loads(stdio.stdout.readline())
+                if answer.get("id") == message["id"]:
+                    return answer
+            return {}
+
+        over_stdio({"id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+        over_stdio({"method": "notifications/initialized"})
+        refused = over_stdio({"id": 2, "method": "tools/call", "params": {"name": "no\u0000such", "arguments": {}}})
+        assert refused["result"]["isError"] is True, refused
+        time.sleep(0.5)  # its records' commit has come and gone
+        for i in range(3, 5):
+            ran = over_stdio({"id": i, "method": "tools/call", "params": {
+                "name": "calc", "arguments": {"op": "add", "a": i, "b": 0}}})
+            assert ran["result"].get("structuredContent") == {"result": i}, ran
+        stdio.stdin.close()
+        assert stdio.wait(timeout=10) == 0
+        assert call(url, "calc", {"op": "add", "a": 1, "b": 2})["structuredContent"] == {"result": 3}
+        time.sleep(0.5)
+        assert call(url, "calc", {"op": "add", "a": 2, "b": 2})["structuredContent"] == {"result": 4}
+    checked = verify(deployment, states[0])
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert len(outcomes(deployment, states[0], "calc")) == 4
+    assert any("such" in r["tool"] for r in cli_json(deployment, states[0], "audit", "--json")), \
+        "the refused call is in the trail"

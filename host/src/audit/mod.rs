@@ -240,10 +240,23 @@ pub struct Subject {
 impl Subject {
     pub fn of(request: &crate::call::CallRequest) -> Subject {
         Subject {
-            call_id: request.call_id.shared(),
-            session: request.session.shared(),
-            tool: Arc::from(request.tool.as_str()),
+            call_id: recordable(request.call_id.shared()),
+            session: recordable(request.session.shared()),
+            tool: recordable(Arc::from(request.tool.as_str())),
         }
+    }
+}
+
+/// `text` as a record can keep it: PostgreSQL's `text` holds no NUL, so a
+/// NUL a client slipped into a name (of a tool that does not exist, say)
+/// is kept as U+FFFD. Kept as it came, it would make every commit of the
+/// shared trail fail, and the writer retries a failed commit's records, so
+/// the host would refuse every call after it.
+fn recordable(text: Arc<str>) -> Arc<str> {
+    if text.contains('\0') {
+        Arc::from(text.replace('\0', "\u{FFFD}"))
+    } else {
+        text
     }
 }
 
