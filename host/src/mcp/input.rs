@@ -179,7 +179,7 @@ pub fn answer(result: ElicitResult) -> Answer {
 
 /// A tool's question as a form elicitation; `None` if the client's SDK
 /// cannot carry its form (the host checked it against the same subset).
-pub fn question_form(question: &crate::question::Question) -> Option<ElicitRequestParams> {
+fn question_form(question: &crate::question::Question) -> Option<ElicitRequestParams> {
     let requested_schema = serde_json::from_value::<ElicitationSchema>(question.form.clone())
         .map_err(|e| tracing::warn!("question `{}`: form not expressible: {e}", question.key))
         .ok()?;
@@ -188,6 +188,21 @@ pub fn question_form(question: &crate::question::Question) -> Option<ElicitReque
         message: question.message.clone(),
         requested_schema,
     })
+}
+
+/// Each question a run stopped at with its form elicitation, in order;
+/// `None` when there are none or one cannot be carried, so that nobody is
+/// asked a part of what the call needs.
+pub fn question_forms(
+    questions: &[crate::question::Question],
+) -> Option<Vec<(&crate::question::Question, ElicitRequestParams)>> {
+    if questions.is_empty() {
+        return None;
+    }
+    questions
+        .iter()
+        .map(|question| Some((question, question_form(question)?)))
+        .collect()
 }
 
 /// The form a person answers: approve this one call or not.

@@ -102,20 +102,15 @@ impl Server {
         result: &CallResult,
     ) -> Option<CallToolResponse> {
         cx.client_capabilities()?.elicitation.as_ref()?;
-        if result.questions.is_empty() {
-            return None;
-        }
-        let requests = result
-            .questions
-            .iter()
-            .map(|question| {
-                let form = input::question_form(question)?;
-                Some((
+        let requests = input::question_forms(&result.questions)?
+            .into_iter()
+            .map(|(question, form)| {
+                (
                     question.key.clone(),
                     InputRequest::Elicitation(ElicitRequest::new(form)),
-                ))
+                )
             })
-            .collect::<Option<_>>()?;
+            .collect();
         let state = self.states.issue(input::Pending::Questions {
             session: request.session.clone(),
             tool: request.tool.clone(),
@@ -152,11 +147,11 @@ impl Server {
                     }
                     request.approval = Some(id);
                 }
-                Some(ErrorCode::InputRequired) if !result.questions.is_empty() => {
-                    for question in &result.questions {
-                        let Some(form) = input::question_form(question) else {
-                            return result;
-                        };
+                Some(ErrorCode::InputRequired) => {
+                    let Some(forms) = input::question_forms(&result.questions) else {
+                        return result;
+                    };
+                    for (question, form) in forms {
                         let answer = match tokio::time::timeout(
                             ELICITATION_TIMEOUT,
                             cx.peer.create_elicitation(form),

@@ -193,13 +193,7 @@ impl Server {
                     request.approval = Some(id);
                 }
                 Some(ErrorCode::InputRequired) => {
-                    let Some(forms) = result
-                        .questions
-                        .iter()
-                        .map(|question| Some((question, input::question_form(question)?)))
-                        .collect::<Option<Vec<_>>>()
-                        .filter(|forms| !forms.is_empty())
-                    else {
+                    let Some(forms) = input::question_forms(&result.questions) else {
                         return settle(result);
                     };
                     // Asked together, so the task shows them all at once;
