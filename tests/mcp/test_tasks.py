@@ -254,30 +254,72 @@ class Legacy:
         self.proc.wait(timeout=10)
 
 
-def test_a_2025_11_25_task_request_is_answered_as_a_plain_call(tmp_path):
-    """The host does not declare 2025-11-25 tasks (`capabilities.tasks`), so
-    a `task` field on `tools/call` is ignored, as that revision requires of
-    such a receiver: the call runs to its end and is answered as usual, and
-    the revision's own methods are not found."""
+def recorded(host: Host, tool: str) -> list:
+    """The outcomes recorded for `tool`, once there are any: the host
+    commits its records in batches, a moment after it answers."""
+    deadline = time.monotonic() + 10
+    while not (outcomes := Tasks(None, host).outcomes(tool)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return outcomes
+
+
+@pytest.fixture
+def legacy(tmp_path):
     host = Host(tmp_path)
     shutil.copy(WASM / "conformance.wasm", host.plugins)
     (host.workspace / "toolwarden.toml").write_text(POLICY.format(timeout_ms=30000, ttl=3600))
     client = Legacy(host)
-    try:
-        assert client.initialized["result"]["protocolVersion"] == "2025-11-25"
-        assert "tasks" not in client.initialized["result"]["capabilities"]
-        tools = client.rpc("tools/list", {})["result"]["tools"]
-        assert all(t.get("execution", {}).get("taskSupport", "forbidden") == "forbidden" for t in tools)
-        started = time.monotonic()
-        answer = client.rpc("tools/call", {"name": "slow_compute", "arguments": {"seconds": 1, "label": "v1"},
-                                           "task": {"ttl": 60000}})
-        assert time.monotonic() - started >= 1, "it ran to its end before the answer"
-        result = answer["result"]
-        assert "task" not in result and "taskId" not in result, result
-        assert result["isError"] is False and result["content"], result
-        for method, params in [("tasks/result", {"taskId": "x"}), ("tasks/list", {})]:
-            refused = client.rpc(method, params)
-            assert refused["error"]["code"] == -32601, refused
-    finally:
-        client.close()
-    assert len([o for o in Tasks(None, host).outcomes("slow_compute")]) == 1
+    client.host = host
+    yield client
+    client.close()
+
+
+def test_a_2025_11_25_client_runs_a_long_call_as_a_task(legacy):
+    """That revision's tasks, spoken raw over stdio: declared at initialize,
+    offered per tool, created on request, polled, fetched, listed."""
+    initialized = legacy.initialized["result"]
+    assert initialized["protocolVersion"] == "2025-11-25"
+    assert initialized["capabilities"]["tasks"] == {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+    support = {t["name"]: t["execution"]["taskSupport"] for t in legacy.rpc("tools/list", {})["result"]["tools"]}
+    assert support["greet"] == "required" and support["slow_compute"] == "optional", support
+    started = time.monotonic()
+    created = legacy.rpc("tools/call", {"name": "slow_compute", "arguments": {"seconds": 2, "label": "v1"},
+                                        "task": {"ttl": 60000}})["result"]
+    assert time.monotonic() - started < 1.5, "the task was answered before the call ended"
+    task = created["task"]
+    assert task["status"] == "working" and task["ttl"] == 60000 and task["pollInterval"] > 0, task
+    assert set(task) >= {"taskId", "createdAt", "lastUpdatedAt"} and "ttlMs" not in task, task
+    polled = legacy.rpc("tasks/get", {"taskId": task["taskId"]})["result"]
+    assert polled["taskId"] == task["taskId"] and polled["status"] == "working", polled
+    result = legacy.rpc("tasks/result", {"taskId": task["taskId"]})["result"]
+    assert time.monotonic() - started >= 2, "tasks/result waited for the call"
+    assert result["content"][0]["text"] == "computed v1 in 2s" and result["isError"] is False, result
+    assert result["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": task["taskId"]}
+    assert "resultType" not in result, result
+    assert legacy.rpc("tasks/get", {"taskId": task["taskId"]})["result"]["status"] == "completed"
+    [listed] = legacy.rpc("tasks/list", {})["result"]["tasks"]
+    assert listed["taskId"] == task["taskId"] and listed["status"] == "completed"
+    assert len(recorded(legacy.host, "slow_compute")) == 1
+
+
+def test_a_2025_11_25_task_is_cancelled_and_its_limits_hold(legacy):
+    created = legacy.rpc("tools/call", {"name": "slow_compute", "arguments": {"seconds": 60},
+                                        "task": {"ttl": 10 ** 12}})["result"]["task"]
+    assert created["ttl"] == 3600 * 1000, "the host's TTL caps the one asked for"
+    cancelled = legacy.rpc("tasks/cancel", {"taskId": created["taskId"]})["result"]
+    assert cancelled["status"] == "cancelled", cancelled
+    again = legacy.rpc("tasks/cancel", {"taskId": created["taskId"]})["error"]
+    assert again["code"] == -32602 and "already ended" in again["message"], again
+    [outcome] = recorded(legacy.host, "slow_compute")
+    assert outcome.get("code") == "CANCELLED"
+    for method in ["tasks/get", "tasks/result", "tasks/cancel"]:
+        assert legacy.rpc(method, {"taskId": "nope"})["error"]["code"] == -32602, method
+    # A task-only tool without a task is refused as the revision says; with
+    # one, quick as it is, it is a task.
+    refused = legacy.rpc("tools/call", {"name": "greet", "arguments": {"name": "Ada"}})["error"]
+    assert refused["code"] == -32601 and "only as a task" in refused["message"], refused
+    quick = legacy.rpc("tools/call", {"name": "greet", "arguments": {"name": "Ada"}, "task": {}})["result"]["task"]
+    assert legacy.rpc("tasks/result", {"taskId": quick["taskId"]})["result"]["content"][0]["text"] == "Hello, Ada!"
+    bad = legacy.rpc("tools/call", {"name": "greet", "arguments": {"name": "x"}, "task": {"ttl": "soon"}})["error"]
+    assert bad["code"] == -32602 and "`task`" in bad["message"], bad
+    assert len(recorded(legacy.host, "greet")) == 1, "the refused or the malformed call ran"

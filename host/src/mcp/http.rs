@@ -9,16 +9,24 @@
 //! sessions are capped (`[mcp] max_sessions`: an `initialize` over the cap
 //! gets 503 and opens nothing) and idle ones closed
 //! (`session_idle_seconds`), so clients that never close cannot grow the
-//! server without end.
+//! server without end. Two things are added around rmcp for 2025-11-25
+//! clients' tasks (see `task_requests`): a request from such a session is
+//! marked with its `task` field, and its `initialize` answer declares them.
 
-use super::{Server, watch};
+use super::{Server, task_requests, watch};
 use crate::controller::Controller;
 use axum::extract::Request;
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::serve::ListenerExt;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::common::server_side_http::ServerSseMessage;
+use rmcp::transport::streamable_http_server::session::local::{
+    LocalSessionManager, LocalSessionManagerError,
+};
+use rmcp::transport::streamable_http_server::session::store::EventStore;
+use rmcp::transport::streamable_http_server::{SessionId, SessionManager};
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use sha2::{Digest, Sha256};
 use std::future::IntoFuture;
@@ -126,6 +134,102 @@ async fn refuse_over_cap(
         .await
 }
 
+/// Marks a 2025-11-25 client's `tools/call` with its `task` field (rmcp's
+/// types drop it). Only a request that says it speaks that revision (every
+/// request after `initialize` must) is read here; others pass untouched.
+async fn mark_task_requests(request: Request, next: Next) -> Response {
+    let speaks_2025_11_25 = request
+        .headers()
+        .get("mcp-protocol-version")
+        .is_some_and(|v| v.as_bytes() == b"2025-11-25");
+    if !speaks_2025_11_25 || request.method() != axum::http::Method::POST {
+        return next.run(request).await;
+    }
+    let (mut parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_PEEKED_BODY).await else {
+        return (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "toolwarden: request too large\n",
+        )
+            .into_response();
+    };
+    if let Some(task) = task_requests::peek(&bytes) {
+        parts.extensions.insert(task);
+    }
+    next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+        .await
+}
+
+/// rmcp's session manager, each session's transport wrapped for
+/// 2025-11-25 tasks (see `task_requests::Dialect`). Sessions are never
+/// restored from a store (none is configured), so restoring keeps the
+/// trait's answer: not supported.
+struct Sessions(Arc<LocalSessionManager>);
+
+impl SessionManager for Sessions {
+    type Error = LocalSessionManagerError;
+    type Transport = task_requests::Dialect<<LocalSessionManager as SessionManager>::Transport>;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        let (id, transport) = self.0.create_session().await?;
+        Ok((id, task_requests::Dialect::new(transport)))
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        self.0.initialize_session(id, message).await
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        self.0.has_session(id).await
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        self.0.close_session(id).await
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl futures::Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error>
+    {
+        self.0.create_stream(id, message).await
+    }
+
+    async fn accept_message(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), Self::Error> {
+        self.0.accept_message(id, message).await
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl futures::Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error>
+    {
+        self.0.create_standalone_stream(id).await
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl futures::Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error>
+    {
+        self.0.resume(id, last_event_id).await
+    }
+
+    fn event_store(&self) -> Option<Arc<dyn EventStore>> {
+        self.0.event_store()
+    }
+}
+
 /// Largest body read to tell an `initialize` from a stateless request when
 /// the server is full; the arguments' own bound.
 const MAX_PEEKED_BODY: usize = crate::call::MAX_ARGS_BYTES + (64 << 10);
@@ -161,15 +265,16 @@ pub async fn serve(
     let mut manager = LocalSessionManager::default();
     manager.session_config.keep_alive = Some(limits.idle);
     let manager = Arc::new(manager);
-    let service = StreamableHttpService::new(factory, Arc::clone(&manager), config);
-    let mut router =
-        axum::Router::new()
-            .nest_service("/mcp", service)
-            .layer(axum::middleware::from_fn(
-                move |request: Request, next: Next| {
-                    refuse_over_cap(Arc::clone(&manager), limits.max, request, next)
-                },
-            ));
+    let service =
+        StreamableHttpService::new(factory, Arc::new(Sessions(Arc::clone(&manager))), config);
+    let mut router = axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn(mark_task_requests))
+        .layer(axum::middleware::from_fn(
+            move |request: Request, next: Next| {
+                refuse_over_cap(Arc::clone(&manager), limits.max, request, next)
+            },
+        ));
     if let Some(token) = options.token {
         let token = Arc::new(token);
         router = router.layer(axum::middleware::from_fn(

@@ -12,7 +12,8 @@
 //! same ways (see `questions`). A plugin's `progress` becomes
 //! `notifications/progress`; `notifications/cancelled` stops the call. For
 //! clients that declared the tasks extension, a call that outlasts a moment
-//! goes on as a task (see `tasks`).
+//! goes on as a task (see `tasks`); a 2025-11-25 client may ask for one
+//! (see `task_requests`).
 //!
 //! One connection is one session, unless a request names its own
 //! ([`SESSION_META`]): budgets, duplicate detection and approvals are bound
@@ -25,6 +26,7 @@ mod input;
 mod questions;
 mod running;
 mod stdio;
+mod task_requests;
 mod tasks;
 mod transport;
 mod watch;
@@ -43,9 +45,9 @@ use crate::call::{CallRequest, RawArgs, SessionId};
 use crate::controller::Controller;
 use crate::outcome::ErrorCode;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult,
-    Implementation, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
-    ServerConfig, SubscriptionFilter, Tool, UpdateTaskParams,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, CustomRequest, CustomResult,
+    GetTaskParams, GetTaskResult, Implementation, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
@@ -177,12 +179,17 @@ impl Server {
     async fn serve_stdio(self) -> Result<(), String> {
         let watcher = tokio::spawn(watch::watch(Arc::clone(&self.host), self.peers.clone()));
         let running = match stdio::pipes() {
-            Some((read, write)) => self.serve(transport::Stdio::new(read, write)).await,
+            Some((read, write)) => {
+                self.serve(task_requests::Dialect::new(transport::Stdio::new(
+                    read, write,
+                )))
+                .await
+            }
             None => {
-                self.serve(transport::Stdio::new(
+                self.serve(task_requests::Dialect::new(transport::Stdio::new(
                     tokio::io::stdin(),
                     tokio::io::stdout(),
-                ))
+                )))
                 .await
             }
         }
@@ -202,6 +209,25 @@ impl Server {
         signals.abort();
         watcher.abort();
         ended.map(drop)
+    }
+
+    /// The call a `tools/call` asks for, in the session and under the
+    /// profile it runs in.
+    fn call_request(
+        &self,
+        params: &mut CallToolRequestParams,
+        cx: &RequestContext<RoleServer>,
+    ) -> Result<CallRequest, McpError> {
+        // The SDK parsed the arguments with the request: they go on as an
+        // object, written out once, as the canonical form.
+        let args = params
+            .arguments
+            .take()
+            .map_or(RawArgs::Text(String::new()), RawArgs::from);
+        let mut request =
+            CallRequest::new(params.name.to_string(), args).in_session(self.session(&cx.meta)?);
+        request.profile = self.profile(&cx.meta);
+        Ok(request)
     }
 
     fn tools(&self, profile: Option<&str>) -> Vec<Tool> {
@@ -285,15 +311,8 @@ impl ServerHandler for Server {
         mut params: CallToolRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        // The SDK parsed the arguments with the request: they go on as an
-        // object, written out once, as the canonical form.
-        let args = params
-            .arguments
-            .take()
-            .map_or(RawArgs::Text(String::new()), RawArgs::from);
-        let mut request =
-            CallRequest::new(params.name.to_string(), args).in_session(self.session(&cx.meta)?);
-        request.profile = self.profile(&cx.meta);
+        let mut request = self.call_request(&mut params, &cx)?;
+        self.refuse_untasked_2025(&request.tool, &cx)?;
         self.refuse_untasked(&request.tool, &cx)?;
         let modern = cx
             .protocol_version()
@@ -344,6 +363,14 @@ impl ServerHandler for Server {
             let _ = forwarder.await;
         }
         Ok(asked.unwrap_or_else(|| convert::result(result).into()))
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        self.answer_task_request(request, cx).await
     }
 
     async fn get_task(

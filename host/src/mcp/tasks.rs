@@ -23,18 +23,18 @@
 
 use super::running::StopOnDrop;
 use super::{Server, convert, input};
-use crate::call::{CallId, CallRequest};
+use crate::call::{CallId, CallRequest, SessionId};
 use crate::config::McpTasks;
 use crate::outcome::{CallResult, ErrorCode};
 use crate::question::MAX_QUESTIONS;
 use rmcp::model::{
     CallToolResponse, CallToolResult, ClientCapabilities, CreateTaskResult, ElicitRequest,
-    InputRequest,
+    InputRequest, Task,
 };
 use rmcp::service::RequestContext;
 use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
 use rmcp::{ErrorData as McpError, RoleServer};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// How often a client is told to poll a task.
 const POLL_INTERVAL_MS: u64 = 500;
@@ -44,13 +44,21 @@ const POLL_INTERVAL_MS: u64 = 500;
 pub(super) struct Tasks {
     manager: TaskManager,
     settings: Arc<McpTasks>,
+    /// Which session started each task a 2025-11-25 client asked for, so
+    /// `tasks/list` shows a session its own tasks and no one else's.
+    owners: Arc<Mutex<Vec<(SessionId, String)>>>,
 }
+
+/// The shortest TTL a client may ask a task for: a shorter one would have
+/// its task gone before the client's first poll.
+const MIN_TTL_MS: u64 = 1000;
 
 impl Tasks {
     pub(super) fn new(settings: McpTasks) -> Tasks {
         Tasks {
             manager: TaskManager::new(),
             settings: Arc::new(settings),
+            owners: Arc::default(),
         }
     }
 
@@ -58,15 +66,59 @@ impl Tasks {
         &self.manager
     }
 
-    fn task_only(&self, tool: &str) -> bool {
+    pub(super) fn task_only(&self, tool: &str) -> bool {
         self.settings.task_only.iter().any(|t| t == tool)
     }
 
-    fn options(&self) -> TaskOptions {
-        let ttl = u64::try_from(self.settings.ttl.as_millis()).unwrap_or(u64::MAX);
+    /// A task's options: the host's TTL, or the one the client asked for
+    /// if it is shorter (but not under [`MIN_TTL_MS`]).
+    fn options(&self, asked_ttl_ms: Option<u64>) -> TaskOptions {
+        let most = u64::try_from(self.settings.ttl.as_millis()).unwrap_or(u64::MAX);
+        let ttl = asked_ttl_ms.map_or(most, |asked| asked.clamp(MIN_TTL_MS.min(most), most));
         TaskOptions::new()
             .with_ttl_ms(ttl)
             .with_poll_interval_ms(POLL_INTERVAL_MS)
+    }
+
+    /// Refuses another task once `[mcp] max_tasks` run.
+    pub(super) fn refuse_over_limit(&self) -> Result<(), McpError> {
+        if self.manager.running_task_count() < self.settings.max_running {
+            return Ok(());
+        }
+        Err(McpError::internal_error(
+            format!(
+                "toolwarden: {} tasks are running, the most this host allows ([mcp] max_tasks); \
+                 nothing ran. hint: wait for one to finish, or cancel one with tasks/cancel",
+                self.settings.max_running
+            ),
+            None,
+        ))
+    }
+
+    /// A task for a call that has already ended.
+    pub(super) fn spawn_settled(&self, asked_ttl_ms: Option<u64>, result: CallResult) -> Task {
+        self.manager.spawn(self.options(asked_ttl_ms), |_| {
+            Box::pin(std::future::ready(settle(result)))
+        })
+    }
+
+    /// Notes that `session` started `task`, forgetting tasks the manager
+    /// has let go of.
+    pub(super) fn started(&self, session: SessionId, task: &Task) {
+        let mut owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
+        owners.retain(|(_, id)| self.manager.get_task(id).is_ok());
+        owners.push((session, task.task_id.clone()));
+    }
+
+    /// The tasks `session` started that are still kept, oldest first.
+    pub(super) fn listed(&self, session: &SessionId) -> Vec<Task> {
+        let owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
+        owners
+            .iter()
+            .filter(|(owner, _)| owner == session)
+            .filter_map(|(_, id)| self.manager.get_task(id).ok())
+            .map(|detailed| detailed.task)
+            .collect()
     }
 }
 
@@ -106,63 +158,77 @@ impl Server {
         cx: &RequestContext<RoleServer>,
     ) -> Result<Begun, McpError> {
         let task_only = self.tasks.task_only(&request.tool);
-        if self.tasks.manager.running_task_count() >= self.tasks.settings.max_running {
-            if task_only {
-                return Err(McpError::internal_error(
-                    format!(
-                        "toolwarden: {} tasks are running, the most this host allows \
-                         ([mcp] max_tasks); nothing ran. hint: wait for one to finish, or \
-                         cancel one with tasks/cancel",
-                        self.tasks.settings.max_running
-                    ),
-                    None,
-                ));
-            }
-            return Ok(Begun::Usual);
+        if let Err(full) = self.tasks.refuse_over_limit() {
+            return if task_only {
+                Err(full)
+            } else {
+                Ok(Begun::Usual)
+            };
         }
-        let cancel = request.cancel.clone();
-        let mut first = StopOnDrop::new(self.spawn_call(request.clone()), cancel.clone());
-        let ended = tokio::select! {
-            ended = first.join() => Some(ended),
-            () = tokio::time::sleep(self.tasks.settings.after) => None,
-            () = cx.ct.cancelled() => {
-                cancel.cancel();
-                Some(first.join().await)
-            }
-        };
-        let ended = ended.map(|r| self.joined(r, &request));
-        match ended {
-            Some(result) if !task_only || stops_for_a_person(&result) => {
+        match self.first_moment(&request, cx).await {
+            Ok(result) if !task_only || stops_for_a_person(&result) => {
                 Ok(Begun::Ended(Box::new(result)))
             }
-            Some(result) => {
-                let task = self.tasks.manager.spawn(self.tasks.options(), |_| {
-                    Box::pin(std::future::ready(settle(result)))
-                });
-                Ok(Begun::Task(CreateTaskResult::new(task).into()))
-            }
-            None => {
-                let server = self.clone();
+            Ok(result) => Ok(Begun::Task(
+                CreateTaskResult::new(self.tasks.spawn_settled(None, result)).into(),
+            )),
+            Err(running) => {
                 let mut request = request;
                 // Its progress went to the `tools/call` now answered.
                 request.progress = None;
-                let task = self.tasks.manager.spawn(self.tasks.options(), move |cx| {
-                    Box::pin(async move { server.drive(request, first, cx).await })
-                });
+                let task = self.spawn_driven(request, running, None, true);
                 Ok(Begun::Task(CreateTaskResult::new(task).into()))
             }
         }
     }
 
+    /// Runs `request` for up to `[mcp] task_after_ms`: its result if it
+    /// ended by then (or the client gave up), else the run under way.
+    pub(super) async fn first_moment(
+        &self,
+        request: &CallRequest,
+        cx: &RequestContext<RoleServer>,
+    ) -> Result<CallResult, StopOnDrop> {
+        let cancel = request.cancel.clone();
+        let mut first = StopOnDrop::new(self.spawn_call(request.clone()), cancel.clone());
+        let ended = tokio::select! {
+            ended = first.join() => ended,
+            () = tokio::time::sleep(self.tasks.settings.after) => return Err(first),
+            () = cx.ct.cancelled() => {
+                cancel.cancel();
+                first.join().await
+            }
+        };
+        Ok(self.joined(ended, request))
+    }
+
+    /// A task that drives `running` to its end (see [`Server::drive`]).
+    pub(super) fn spawn_driven(
+        &self,
+        request: CallRequest,
+        running: StopOnDrop,
+        asked_ttl_ms: Option<u64>,
+        can_ask: bool,
+    ) -> Task {
+        let server = self.clone();
+        self.tasks
+            .manager
+            .spawn(self.tasks.options(asked_ttl_ms), move |cx| {
+                Box::pin(async move { server.drive(request, running, cx, can_ask).await })
+            })
+    }
+
     /// A task's life: waits for the run under way, asks the person through
-    /// the task when a run stops for them, runs the call again with the
-    /// answer, until one run ends otherwise. Bounded like the other edges'
-    /// loops: a run may stop for an approval and for each question once.
+    /// the task when a run stops for them (if they `can_ask`; else that run
+    /// ends the task), runs the call again with the answer, until one run
+    /// ends otherwise. Bounded like the other edges' loops: a run may stop
+    /// for an approval and for each question once.
     async fn drive(
         &self,
         mut request: CallRequest,
         mut running: StopOnDrop,
         task: TaskContext,
+        can_ask: bool,
     ) -> Result<CallToolResult, TaskExit> {
         for round in 0..2 * MAX_QUESTIONS {
             let result = tokio::select! {
@@ -173,6 +239,9 @@ impl Server {
                     return Err(TaskExit::Cancelled);
                 }
             };
+            if !can_ask {
+                return settle(result);
+            }
             match result.code() {
                 Some(ErrorCode::ApprovalRequired) => {
                     let Some(id) = result.approval_id.clone() else {

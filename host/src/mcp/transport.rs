@@ -8,7 +8,9 @@
 //! README's VM where the typed parse takes 1.1 µs. Here a line is first
 //! tried as a `tools/call` request; anything else (or a line that is not
 //! quite one) goes through rmcp's own codec, so every other message, and
-//! every malformed one, is read exactly as rmcp reads it. Which message
+//! every malformed one, is read exactly as rmcp reads it (a 2025-11-25
+//! `task` field, which rmcp's types drop, is marked on the request either
+//! way: see `task_requests`). Which message
 //! wins cannot differ: `tools/call` is the only request kind whose method
 //! is `tools/call`.
 //!
@@ -18,6 +20,7 @@
 //! request", notifications outside MCP are skipped, and a partial line at
 //! the end of input is dropped.
 
+use super::task_requests;
 use rmcp::RoleServer;
 use rmcp::model::{
     CallToolRequest, ClientJsonRpcMessage, ClientRequest, ErrorData, JsonRpcMessage, JsonRpcRequest,
@@ -79,10 +82,14 @@ impl Lines {
             return Incoming::Skipped;
         }
         if let Ok(call) = serde_json::from_slice::<JsonRpcRequest<CallToolRequest>>(line) {
+            let mut request = ClientRequest::CallToolRequest(call.request);
+            if let Some(task) = task_requests::peek(line) {
+                task_requests::mark(&mut request, task);
+            }
             return Incoming::Message(Box::new(JsonRpcMessage::Request(JsonRpcRequest {
                 jsonrpc: call.jsonrpc,
                 id: call.id,
-                request: ClientRequest::CallToolRequest(call.request),
+                request,
             })));
         }
         // rmcp's codec on this one line: its parsing and its leniencies.
@@ -90,7 +97,14 @@ impl Lines {
         one.extend_from_slice(line);
         one.extend_from_slice(b"\n");
         match self.rmcp.decode(&mut one) {
-            Ok(Some(message)) => Incoming::Message(Box::new(message)),
+            Ok(Some(mut message)) => {
+                if let JsonRpcMessage::Request(call) = &mut message
+                    && let Some(task) = task_requests::peek(line)
+                {
+                    task_requests::mark(&mut call.request, task);
+                }
+                Incoming::Message(Box::new(message))
+            }
             Ok(None) => Incoming::Skipped,
             Err(JsonRpcMessageCodecError::Serde(e)) => Incoming::Invalid(e.classify()),
             Err(_) => Incoming::Invalid(Category::Data),

@@ -1,0 +1,560 @@
+//! Task-augmented requests of the 2025-11-25 revision, for the clients that
+//! speak it (the official TypeScript SDK's `callToolStream` among them): a
+//! `tools/call` carrying `"task": {"ttl": ms}` is answered at once with a
+//! task; `tasks/get` polls it, `tasks/result` waits for its result (and,
+//! while it waits, asks the person what the call stops for, as elicitations
+//! tied to the task), `tasks/list` lists the tasks the session started, and
+//! `tasks/cancel` stops one. Every tool is offered with
+//! `execution.taskSupport`: `required` for the tools in `[mcp] task_only`
+//! (called without a task they are refused, -32601), `optional` for the rest.
+//!
+//! The tasks are the extension's (see `tasks`): the same manager, limits,
+//! TTLs and governed runs; this module only speaks the older dialect. rmcp
+//! models only the extension, so the work is done around it: the
+//! transports mark a request's `task` field (rmcp's typed params drop it)
+//! with [`TaskRequested`] in the request's extensions, where no client can
+//! forge it, and [`Dialect`] wraps each session's transport, declaring the
+//! revision's `tasks` capability and handing its task requests to the
+//! server as custom requests, answered in the revision's shapes. Which
+//! dialect a request gets depends only on the version its session
+//! negotiated. This module never decides whether a call may run.
+
+use super::running::StopOnDrop;
+use super::{ELICITATION_TIMEOUT, Server};
+use crate::call::CallRequest;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientJsonRpcMessage, ClientRequest, CustomRequest,
+    CustomResult, ElicitRequestParams, ErrorCode, Extensions, GetExtensions, InputRequest,
+    JsonRpcMessage, ListToolsResult, ProtocolVersion, RequestMetaObject, ServerJsonRpcMessage,
+    ServerResult, Task, TaskPayload,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::Transport;
+use rmcp::{ErrorData as McpError, RoleServer};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::future::Future;
+use std::time::Duration;
+
+/// The `_meta` key that ties a result or a question to its task.
+const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+
+/// How often a wait for a task looks at it again: rmcp's task manager
+/// offers no way to be woken when a task changes.
+const LOOK_AGAIN: Duration = Duration::from_millis(20);
+
+/// How long `tasks/cancel` waits for the call to stop before answering
+/// with the task as it stands.
+const CANCEL_WAIT: Duration = Duration::from_secs(5);
+
+/// A `tools/call`'s `task` field, as the transport found it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum TaskRequested {
+    /// `{"ttl": ms}`, the TTL optional.
+    Task { ttl_ms: Option<u64> },
+    /// Not an object whose `ttl`, if any, is a whole number of milliseconds.
+    Malformed,
+}
+
+/// The `task` field of a `tools/call` message, if it has one. Every other
+/// message costs a substring search: only one holding `"task"` is parsed
+/// again. (A key spelled with escapes is not seen, and that call simply
+/// runs as a plain call.)
+pub(super) fn peek(message: &[u8]) -> Option<TaskRequested> {
+    #[derive(Deserialize)]
+    struct Message {
+        method: Option<String>,
+        params: Option<Params>,
+    }
+    #[derive(Deserialize)]
+    struct Params {
+        task: Option<Value>,
+    }
+    memchr::memmem::find(message, b"\"task\"")?;
+    let message: Message = serde_json::from_slice(message).ok()?;
+    if message.method.as_deref() != Some("tools/call") {
+        return None;
+    }
+    let requested = match message.params?.task? {
+        Value::Object(task) => match task.get("ttl") {
+            None | Some(Value::Null) => TaskRequested::Task { ttl_ms: None },
+            Some(ttl) => ttl
+                .as_u64()
+                .map_or(TaskRequested::Malformed, |ttl| TaskRequested::Task {
+                    ttl_ms: Some(ttl),
+                }),
+        },
+        _ => TaskRequested::Malformed,
+    };
+    Some(requested)
+}
+
+/// Marks `request` with what [`peek`] found in the message it came in.
+pub(super) fn mark(request: &mut ClientRequest, requested: TaskRequested) {
+    if let ClientRequest::CallToolRequest(call) = request {
+        call.extensions.insert(requested);
+    }
+}
+
+/// What the transport marked a request with: over stdio on the request
+/// itself, over HTTP on the HTTP request rmcp hands on with it.
+fn requested(extensions: &Extensions) -> Option<TaskRequested> {
+    extensions.get::<TaskRequested>().copied().or_else(|| {
+        extensions
+            .get::<axum::http::request::Parts>()?
+            .extensions
+            .get::<TaskRequested>()
+            .copied()
+    })
+}
+
+/// Adds the 2025-11-25 `tasks` capability to an `initialize` answer that
+/// agreed on that revision (rmcp's typed capabilities cannot hold it);
+/// `true` if it did.
+fn declare_capability(message: &mut ServerJsonRpcMessage) -> bool {
+    let JsonRpcMessage::Response(response) = message else {
+        return false;
+    };
+    let ServerResult::InitializeResult(initialized) = &response.result else {
+        return false;
+    };
+    if initialized.protocol_version != ProtocolVersion::V_2025_11_25 {
+        return false;
+    }
+    let Ok(mut answer) = serde_json::to_value(initialized) else {
+        return false;
+    };
+    answer["capabilities"]["tasks"] = json!({
+        "list": {},
+        "cancel": {},
+        "requests": {"tools": {"call": {}}},
+    });
+    response.result = ServerResult::CustomResult(CustomResult(answer));
+    true
+}
+
+/// A connection's transport, as a 2025-11-25 session needs it: its
+/// `initialize` answer declares the revision's tasks, and its task requests
+/// reach the server as the custom requests they are in rmcp's model, where
+/// [`Server::answer_task_request`] answers them. rmcp would otherwise take
+/// `tasks/get` and `tasks/cancel` for the extension's (refusing a client
+/// that did not declare it), a `tools/call` with a task for a plain call,
+/// and would list tools without their `execution`.
+pub(super) struct Dialect<T> {
+    inner: T,
+    /// The session agreed on 2025-11-25 (seen in its `initialize` answer).
+    speaks_2025_11_25: bool,
+}
+
+impl<T> Dialect<T> {
+    pub(super) fn new(inner: T) -> Dialect<T> {
+        Dialect {
+            inner,
+            speaks_2025_11_25: false,
+        }
+    }
+}
+
+impl<T: Transport<RoleServer>> Transport<RoleServer> for Dialect<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        mut item: ServerJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), T::Error>> + Send + 'static {
+        if declare_capability(&mut item) {
+            self.speaks_2025_11_25 = true;
+        }
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
+        let mut message = self.inner.receive().await?;
+        if self.speaks_2025_11_25
+            && let JsonRpcMessage::Request(request) = &mut message
+        {
+            as_custom(&mut request.request);
+        }
+        Some(message)
+    }
+
+    async fn close(&mut self) -> Result<(), T::Error> {
+        self.inner.close().await
+    }
+}
+
+/// Turns the requests the revision defines differently from rmcp into
+/// custom requests of the same method, params and `_meta`.
+fn as_custom(request: &mut ClientRequest) {
+    let ours = match request {
+        ClientRequest::CallToolRequest(call) => requested(&call.extensions).is_some(),
+        ClientRequest::ListToolsRequest(_)
+        | ClientRequest::GetTaskRequest(_)
+        | ClientRequest::CancelTaskRequest(_) => true,
+        _ => false,
+    };
+    if !ours {
+        return;
+    }
+    let Ok(Value::Object(mut wire)) = serde_json::to_value(&*request) else {
+        return;
+    };
+    let Some(Value::String(method)) = wire.remove("method") else {
+        return;
+    };
+    let params = wire.remove("params");
+    let meta = params
+        .as_ref()
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| RequestMetaObject::deserialize(m).ok());
+    let mut custom = CustomRequest::new(method, params);
+    custom.extensions = std::mem::take(request.extensions_mut());
+    if let Some(meta) = meta {
+        custom.extensions.insert(meta);
+    }
+    *request = ClientRequest::CustomRequest(custom);
+}
+
+impl Server {
+    /// A 2025-11-25 session's task request (see [`Dialect`]); any other
+    /// custom request, or one from another revision, is not found.
+    pub(super) async fn answer_task_request(
+        &self,
+        request: CustomRequest,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        if cx.protocol_version() != Some(ProtocolVersion::V_2025_11_25) {
+            return Err(McpError::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                request.method,
+                None,
+            ));
+        }
+        let answer = match request.method.as_str() {
+            "tools/call" => {
+                let mut params: CallToolRequestParams = params_of(&request)?;
+                let Some(TaskRequested::Task { ttl_ms }) = requested(&cx.extensions) else {
+                    return Err(McpError::invalid_params(
+                        "toolwarden: `task` must be an object whose `ttl`, if given, is a whole \
+                         number of milliseconds; nothing ran",
+                        None,
+                    ));
+                };
+                let call = self.call_request(&mut params, &cx)?;
+                let task = self.start_task(call, ttl_ms, &cx).await?;
+                json!({ "task": task_json(&task) })
+            }
+            "tools/list" => {
+                let profile = self.profile(&cx.meta);
+                let tools = self.tools(profile.as_deref());
+                let mut listed = serde_json::to_value(ListToolsResult::with_all_items(tools))
+                    .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+                if let Some(tools) = listed.get_mut("tools").and_then(Value::as_array_mut) {
+                    for tool in tools {
+                        let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
+                        let support = if self.tasks.task_only(name) {
+                            "required"
+                        } else {
+                            "optional"
+                        };
+                        tool["execution"] = json!({ "taskSupport": support });
+                    }
+                }
+                listed
+            }
+            "tasks/get" => {
+                let task_id = task_id_of(&request)?;
+                task_json(&self.tasks.manager().get_task(&task_id)?.task)
+            }
+            "tasks/cancel" => {
+                let task_id = task_id_of(&request)?;
+                task_json(&self.cancel_task_now(&task_id).await?)
+            }
+            "tasks/result" => {
+                let task_id = task_id_of(&request)?;
+                self.task_result(&task_id, &cx).await?
+            }
+            "tasks/list" => {
+                let session = self.session(&cx.meta)?;
+                let tasks = self.tasks.listed(&session);
+                json!({ "tasks": tasks.iter().map(task_json).collect::<Vec<_>>() })
+            }
+            _ => {
+                return Err(McpError::new(
+                    ErrorCode::METHOD_NOT_FOUND,
+                    request.method,
+                    None,
+                ));
+            }
+        };
+        Ok(CustomResult(answer))
+    }
+
+    /// For a 2025-11-25 client: a tool in `[mcp] task_only` called without
+    /// a task is refused as that revision says (-32601).
+    pub(super) fn refuse_untasked_2025(
+        &self,
+        tool: &str,
+        cx: &RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        if self.tasks.task_only(tool)
+            && cx.protocol_version() == Some(ProtocolVersion::V_2025_11_25)
+        {
+            return Err(McpError::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!(
+                    "toolwarden: `{tool}` runs only as a task (its taskSupport is `required`); \
+                     call it with `\"task\": {{}}`; nothing ran"
+                ),
+                None,
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn params_of<P: serde::de::DeserializeOwned>(request: &CustomRequest) -> Result<P, McpError> {
+    request
+        .params_as::<P>()
+        .map_err(|e| McpError::invalid_params(format!("{}: {e}", request.method), None))?
+        .ok_or_else(|| {
+            McpError::invalid_params(format!("{}: params are required", request.method), None)
+        })
+}
+
+fn task_id_of(request: &CustomRequest) -> Result<String, McpError> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Params {
+        task_id: String,
+    }
+    params_of::<Params>(request).map(|p| p.task_id)
+}
+
+/// A task as the 2025-11-25 revision shows it.
+fn task_json(task: &Task) -> Value {
+    let mut shown = json!({
+        "taskId": task.task_id,
+        "status": task.status,
+        "createdAt": task.created_at,
+        "lastUpdatedAt": task.last_updated_at,
+        "ttl": task.ttl_ms,
+    });
+    if let Some(every) = task.poll_interval_ms {
+        shown["pollInterval"] = json!(every);
+    }
+    if let Some(message) = &task.status_message {
+        shown["statusMessage"] = json!(message);
+    }
+    shown
+}
+
+impl Server {
+    /// Starts `request` as a task the client asked for: waits for it a
+    /// moment first (as the extension's tasks do), so a quick call's task
+    /// has its result by the client's first poll.
+    async fn start_task(
+        &self,
+        request: CallRequest,
+        ttl_ms: Option<u64>,
+        cx: &RequestContext<RoleServer>,
+    ) -> Result<Task, McpError> {
+        self.tasks.refuse_over_limit()?;
+        // Asked through `tasks/result`, so only a client that can show a
+        // form; any other gets what the call stopped for as its result
+        // (an approval's id to approve elsewhere, as legacy clients do).
+        let can_ask = !cx.peer.supported_elicitation_modes().is_empty();
+        let session = request.session.clone();
+        let running = match self.first_moment(&request, cx).await {
+            Ok(ended) if !(can_ask && super::tasks::stops_for_a_person(&ended)) => {
+                let task = self.tasks.spawn_settled(ttl_ms, ended);
+                self.tasks.started(session, &task);
+                return Ok(task);
+            }
+            Ok(stopped) => {
+                let cancel = request.cancel.clone();
+                StopOnDrop::new(self.calls.spawn(async move { stopped }), cancel)
+            }
+            Err(running) => running,
+        };
+        let task = self.spawn_driven(request, running, ttl_ms, can_ask);
+        self.tasks.started(session, &task);
+        Ok(task)
+    }
+
+    /// `tasks/cancel`: stops the task's call and answers with the task once
+    /// it has stopped (or, if it takes longer than [`CANCEL_WAIT`], as it
+    /// stands). A task already ended cannot be cancelled (-32602).
+    async fn cancel_task_now(&self, task_id: &str) -> Result<Task, McpError> {
+        let manager = self.tasks.manager();
+        let task = manager.get_task(task_id)?;
+        if task.status().is_terminal() {
+            return Err(McpError::invalid_params(
+                format!(
+                    "task {task_id} has already ended ({}); there is nothing to cancel",
+                    serde_json::to_value(task.status()).unwrap_or_default()
+                ),
+                None,
+            ));
+        }
+        manager.cancel_task(task_id)?;
+        let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
+        loop {
+            let task = manager.get_task(task_id)?;
+            if task.status().is_terminal() || tokio::time::Instant::now() >= deadline {
+                return Ok(task.task);
+            }
+            tokio::time::sleep(LOOK_AGAIN).await;
+        }
+    }
+
+    /// `tasks/result`: waits for the task to end and answers with its
+    /// result, or the error its call would have been answered with. While it
+    /// waits for a person, this request asks them (the questions carry the
+    /// task's id) and hands the answers to the task.
+    async fn task_result(
+        &self,
+        task_id: &str,
+        cx: &RequestContext<RoleServer>,
+    ) -> Result<Value, McpError> {
+        loop {
+            let task = self.tasks.manager().get_task(task_id)?;
+            match task.payload {
+                TaskPayload::Completed { result } => return Ok(related(result, task_id)),
+                TaskPayload::Failed { error } => {
+                    return Err(serde_json::from_value(Value::Object(error)).unwrap_or_else(
+                        |_| McpError::internal_error(format!("task {task_id} failed"), None),
+                    ));
+                }
+                TaskPayload::Cancelled => {
+                    return Err(McpError::invalid_params(
+                        format!("task {task_id} was cancelled; it has no result"),
+                        None,
+                    ));
+                }
+                TaskPayload::InputRequired { input_requests } => {
+                    if cx.peer.supported_elicitation_modes().is_empty() {
+                        return Err(McpError::invalid_request(
+                            format!(
+                                "task {task_id} waits for a person, and this client cannot show \
+                                 them a form (elicitation); ask for its result from one that can"
+                            ),
+                            None,
+                        ));
+                    }
+                    for (key, asked) in input_requests {
+                        let reply = ask(cx, task_id, asked).await;
+                        self.tasks.manager().update_task(task_id, [(key, reply)])?;
+                    }
+                }
+                TaskPayload::Working => {
+                    tokio::select! {
+                        () = tokio::time::sleep(LOOK_AGAIN) => {}
+                        () = cx.ct.cancelled() => {
+                            return Err(McpError::invalid_request("tasks/result was cancelled", None));
+                        }
+                    }
+                }
+                _ => tokio::time::sleep(LOOK_AGAIN).await,
+            }
+        }
+    }
+}
+
+/// Asks the person behind `cx` one question of task `task_id`; what they
+/// did, as the task takes it. No answer (an error, the time running out,
+/// a kind of question this host never asks) counts as cancelled.
+async fn ask(cx: &RequestContext<RoleServer>, task_id: &str, asked: InputRequest) -> Value {
+    let cancelled = json!({ "action": "cancel" });
+    let InputRequest::Elicitation(elicit) = asked else {
+        return cancelled;
+    };
+    let mut params = elicit.params;
+    if let ElicitRequestParams::FormElicitationParams { meta, .. } = &mut params {
+        meta.get_or_insert_with(Default::default)
+            .0
+            .insert(RELATED_TASK.to_owned(), json!({ "taskId": task_id }));
+    }
+    match tokio::time::timeout(ELICITATION_TIMEOUT, cx.peer.create_elicitation(params)).await {
+        Ok(Ok(reply)) => serde_json::to_value(reply).unwrap_or(cancelled),
+        Ok(Err(e)) => {
+            tracing::warn!("asking the person for task {task_id} failed: {e}");
+            cancelled
+        }
+        Err(_) => cancelled,
+    }
+}
+
+/// A finished task's result as the revision has it: the call's result in
+/// its legacy shape, tied to its task.
+fn related(result: serde_json::Map<String, Value>, task_id: &str) -> Value {
+    let stored = Value::Object(result);
+    let mut result = match CallToolResult::deserialize(&stored) {
+        Ok(typed) => {
+            let mut typed = ServerResult::CallToolResult(typed);
+            typed.strip_result_type_for_legacy_peer();
+            typed.strip_non_object_output_for_legacy_peer();
+            serde_json::to_value(typed).unwrap_or(stored)
+        }
+        Err(_) => stored,
+    };
+    if !result["_meta"].is_object() {
+        result["_meta"] = json!({});
+    }
+    result["_meta"][RELATED_TASK] = json!({ "taskId": task_id });
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_tools_calls_task_is_seen() {
+        let task = |line: &str| peek(line.as_bytes());
+        assert_eq!(
+            task(
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","task":{"ttl":60000}}}"#
+            ),
+            Some(TaskRequested::Task {
+                ttl_ms: Some(60000)
+            })
+        );
+        assert_eq!(
+            task(r#"{"id":1,"method":"tools/call","params":{"task":{},"name":"a"}}"#),
+            Some(TaskRequested::Task { ttl_ms: None })
+        );
+        for malformed in [r#""soon""#, r#"{"ttl":-1}"#, r#"{"ttl":1.5}"#, "[]"] {
+            let line =
+                format!(r#"{{"method":"tools/call","params":{{"name":"a","task":{malformed}}}}}"#);
+            assert_eq!(task(&line), Some(TaskRequested::Malformed), "{line}");
+        }
+        for plain in [
+            r#"{"method":"tools/call","params":{"name":"task","arguments":{"task":1}}}"#,
+            r#"{"method":"tools/call","params":{"name":"a","task":null}}"#,
+            r#"{"method":"tasks/get","params":{"taskId":"x","task":{}}}"#,
+            r#"{"method":"tools/call","params":{"name":"a"}}"#,
+            r#"{"method":"tools/call","params":{"name":"a","task":{}"#,
+        ] {
+            assert_eq!(task(plain), None, "{plain}");
+        }
+    }
+
+    #[test]
+    fn a_finished_tasks_result_is_tied_to_it_in_the_legacy_shape() {
+        let stored = json!({
+            "resultType": "complete",
+            "content": [{"type": "text", "text": "done"}],
+            "isError": false,
+            "_meta": {"toolwarden": {"status": "ok"}},
+        });
+        let Value::Object(stored) = stored else {
+            unreachable!()
+        };
+        let shown = related(stored, "t-1");
+        assert!(shown.get("resultType").is_none(), "{shown}");
+        assert_eq!(shown["_meta"][RELATED_TASK]["taskId"], "t-1");
+        assert_eq!(shown["_meta"]["toolwarden"]["status"], "ok");
+        assert_eq!(shown["content"][0]["text"], "done");
+    }
+}
