@@ -323,3 +323,58 @@ def test_a_2025_11_25_task_is_cancelled_and_its_limits_hold(legacy):
     bad = legacy.rpc("tools/call", {"name": "greet", "arguments": {"name": "x"}, "task": {"ttl": "soon"}})["error"]
     assert bad["code"] == -32602 and "`task`" in bad["message"], bad
     assert len(recorded(legacy.host, "greet")) == 1, "the refused or the malformed call ran"
+
+
+class V1Http:
+    """A 2025-11-25 client over Streamable HTTP, spoken raw: its own session."""
+
+    def __init__(self, url: str, elicitation: bool):
+        self.url, self.ids, self.session = url, 0, None
+        caps = {"elicitation": {"form": {}}} if elicitation else {}
+        self.initialized = self.rpc("initialize", {"protocolVersion": "2025-11-25", "capabilities": caps,
+                                                   "clientInfo": {"name": "v1-http", "version": "0"}})
+        self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def post(self, message: dict) -> str:
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        if self.session:
+            headers |= {"Mcp-Session-Id": self.session, "MCP-Protocol-Version": "2025-11-25"}
+        request = urllib.request.Request(self.url, data=json.dumps(message).encode(), method="POST",
+                                         headers=headers)
+        with urllib.request.urlopen(request, timeout=30) as response:
+            self.session = self.session or response.headers.get("Mcp-Session-Id")
+            return response.read().decode()
+
+    def rpc(self, method: str, params: dict) -> dict:
+        self.ids += 1
+        text = self.post({"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params})
+        for line in text.splitlines():
+            if line.startswith("data:") and line[5:].strip():
+                message = json.loads(line[5:])
+                if message.get("id") == self.ids:
+                    return message
+        raise AssertionError(f"no answer to {method}: {text}")
+
+
+def test_a_2025_11_25_task_outlives_its_session_and_is_listed_only_to_it(tasks):
+    """Over HTTP: another session may fetch a task by its id (the id is the
+    key), but `tasks/list` shows each session only the tasks it started; a
+    client that cannot show forms gets what its task stopped for."""
+    first, second = V1Http(tasks.url, elicitation=True), V1Http(tasks.url, elicitation=False)
+    assert first.initialized["result"]["capabilities"]["tasks"]["requests"] == {"tools": {"call": {}}}
+    created = first.rpc("tools/call", {"name": "slow_compute", "arguments": {"seconds": 1, "label": "h"},
+                                       "task": {}})["result"]["task"]
+    assert [t["taskId"] for t in first.rpc("tasks/list", {})["result"]["tasks"]] == [created["taskId"]]
+    assert second.rpc("tasks/list", {})["result"]["tasks"] == [], "a session saw another's task"
+    result = second.rpc("tasks/result", {"taskId": created["taskId"]})["result"]
+    assert result["content"][0]["text"] == "computed h in 1s"
+    stopped = second.rpc("tools/call", {"name": "confirm_delete", "arguments": {"filename": "x.txt"},
+                                        "task": {}})["result"]["task"]
+    answer = second.rpc("tasks/result", {"taskId": stopped["taskId"]})["result"]
+    assert answer["isError"] is True and answer["_meta"]["toolwarden"]["code"] == "APPROVAL_REQUIRED", answer
+    assert answer["_meta"]["toolwarden"]["approval_id"], answer
+    deadline = time.monotonic() + 10
+    while not (records := tasks.host.audit("confirm_delete")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert any(r["kind"] == "refused" and "APPROVAL_REQUIRED" in json.dumps(r["data"]) for r in records), records
+    assert not any(r["kind"] == "outcome" for r in records), "the call ran without its approval"
