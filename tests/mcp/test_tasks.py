@@ -235,18 +235,26 @@ class Legacy:
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self.ids = 0
         self.initialized = self.rpc("initialize", {"protocolVersion": "2025-11-25",
-                                                   "capabilities": {"tasks": {"list": {}, "cancel": {}}},
+                                                   "capabilities": {"elicitation": {"form": {}}},
                                                    "clientInfo": {"name": "v1", "version": "0"}})
-        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
-    def rpc(self, method: str, params: dict) -> dict:
-        self.ids += 1
-        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": self.ids, "method": method,
-                                          "params": params}) + "\n")
+    def send(self, message: dict):
+        self.proc.stdin.write(json.dumps(message) + "\n")
         self.proc.stdin.flush()
+
+    def rpc(self, method: str, params: dict, answer=None) -> dict:
+        """One request's answer; the server's own requests on the way (an
+        elicitation) are answered with `answer(request)`, a result or an
+        error object."""
+        self.ids += 1
+        self.send({"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params})
         while True:
             message = json.loads(self.proc.stdout.readline())
-            if message.get("id") == self.ids:
+            if "method" in message and "id" in message:
+                assert answer, f"the server asked, unexpectedly: {message}"
+                self.send({"jsonrpc": "2.0", "id": message["id"], **answer(message)})
+            elif message.get("id") == self.ids:
                 return message
 
     def close(self):
@@ -378,3 +386,29 @@ def test_a_2025_11_25_task_outlives_its_session_and_is_listed_only_to_it(tasks):
         time.sleep(0.1)
     assert any(r["kind"] == "refused" and "APPROVAL_REQUIRED" in json.dumps(r["data"]) for r in records), records
     assert not any(r["kind"] == "outcome" for r in records), "the call ran without its approval"
+
+
+def test_a_person_not_reached_about_a_2025_11_25_task_decides_nothing(legacy):
+    """The client fails the elicitation `tasks/result` sends: the task still
+    waits for the person, and a later `tasks/result` asks again."""
+    created = legacy.rpc("tools/call", {"name": "confirm_delete", "arguments": {"filename": "a.txt"},
+                                        "task": {}})["result"]["task"]
+    task_id = created["taskId"]
+    asked = []
+
+    def fail(request):
+        asked.append(request["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"])
+        return {"error": {"code": -32603, "message": "the window was closed"}}
+
+    failed = legacy.rpc("tasks/result", {"taskId": task_id}, answer=fail)["error"]
+    assert "not reached" in failed["message"] and asked == [task_id], failed
+    assert legacy.rpc("tasks/get", {"taskId": task_id})["result"]["status"] == "input_required"
+
+    def accept_all(request):
+        fields = request["params"]["requestedSchema"]["properties"]
+        return {"result": {"action": "accept", "content": {f: True for f in fields}}}
+
+    done = legacy.rpc("tasks/result", {"taskId": task_id}, answer=accept_all)["result"]
+    assert done["content"][0]["text"] == "a.txt deleted", done
+    codes = [o.get("code") for o in recorded(legacy.host, "confirm_delete")]
+    assert "APPROVAL_DENIED" not in codes and codes[-1] is None, codes

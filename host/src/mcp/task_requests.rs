@@ -443,7 +443,16 @@ impl Server {
                         ));
                     }
                     for (key, asked) in input_requests {
-                        let reply = ask(cx, task_id, asked).await;
+                        let Some(reply) = ask(cx, task_id, asked).await else {
+                            return Err(McpError::internal_error(
+                                format!(
+                                    "toolwarden: the person was not reached about task \
+                                     {task_id}; it still waits for them: ask for its result \
+                                     again"
+                                ),
+                                None,
+                            ));
+                        };
                         self.tasks.manager().update_task(task_id, [(key, reply)])?;
                     }
                 }
@@ -462,12 +471,13 @@ impl Server {
 }
 
 /// Asks the person behind `cx` one question of task `task_id`; what they
-/// did, as the task takes it. No answer (an error, the time running out,
-/// a kind of question this host never asks) counts as cancelled.
-async fn ask(cx: &RequestContext<RoleServer>, task_id: &str, asked: InputRequest) -> Value {
-    let cancelled = json!({ "action": "cancel" });
+/// did, as the task takes it, or `None` if they were not reached (the
+/// client failed or went away, or did not answer in time): that decides
+/// nothing, and the task goes on waiting. A kind of question this host
+/// never asks is answered as cancelled.
+async fn ask(cx: &RequestContext<RoleServer>, task_id: &str, asked: InputRequest) -> Option<Value> {
     let InputRequest::Elicitation(elicit) = asked else {
-        return cancelled;
+        return Some(json!({ "action": "cancel" }));
     };
     let mut params = elicit.params;
     if let ElicitRequestParams::FormElicitationParams { meta, .. } = &mut params {
@@ -476,12 +486,12 @@ async fn ask(cx: &RequestContext<RoleServer>, task_id: &str, asked: InputRequest
             .insert(RELATED_TASK.to_owned(), json!({ "taskId": task_id }));
     }
     match tokio::time::timeout(ELICITATION_TIMEOUT, cx.peer.create_elicitation(params)).await {
-        Ok(Ok(reply)) => serde_json::to_value(reply).unwrap_or(cancelled),
+        Ok(Ok(reply)) => serde_json::to_value(reply).ok(),
         Ok(Err(e)) => {
             tracing::warn!("asking the person for task {task_id} failed: {e}");
-            cancelled
+            None
         }
-        Err(_) => cancelled,
+        Err(_) => None,
     }
 }
 
