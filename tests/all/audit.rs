@@ -782,3 +782,55 @@ fn retention_settings_that_cannot_work_are_config_errors() {
         );
     }
 }
+
+#[test]
+fn a_record_the_database_refuses_for_good_is_replaced_and_the_host_goes_on() {
+    let t = TestHost::new(&[CALC]).config(crate::harness::ALLOW_ALL);
+    if t.is_shared() {
+        // The refusal is made with a SQLite trigger; PostgreSQL's (a NUL in
+        // text) is test_shared_store.py's.
+        return;
+    }
+    let host = t.controller();
+    // A database that will never take one record (as PostgreSQL's text
+    // never takes a NUL): retried as it was, it failed every commit after
+    // it, and the host refused every later call.
+    rusqlite::Connection::open(t.state.join("toolwarden.db"))
+        .unwrap()
+        .execute_batch(
+            "CREATE TRIGGER refuse_it BEFORE INSERT ON audit WHEN NEW.data LIKE '%\"a\":666%' \
+             BEGIN SELECT RAISE(ABORT, 'this record is not wanted'); END;",
+        )
+        .unwrap();
+    let refused = crate::harness::call(&host, "calc", r#"{"op":"add","a":666,"b":1}"#);
+    assert_eq!(refused.status, Status::Ok, "{refused:?}");
+    crate::harness::outcome_of(&host, &refused.call_id);
+    for b in 0..5 {
+        let later =
+            crate::harness::call(&host, "calc", &format!(r#"{{"op":"add","a":1,"b":{b}}}"#));
+        assert_eq!(later.status, Status::Ok, "{later:?}");
+        crate::harness::outcome_of(&host, &later.call_id);
+    }
+    let records = crate::harness::audit(&host, &refused.call_id);
+    let stand_in = records
+        .iter()
+        .find(|r| r.kind == "unrecordable" && r.data["kind"] == "call")
+        .unwrap_or_else(|| panic!("no stand-in for the call record: {records:?}"));
+    // What it was, how big, and why not: never what it held.
+    let mut said: Vec<&String> = stand_in.data.as_object().unwrap().keys().collect();
+    said.sort();
+    assert_eq!(said, ["bytes", "kind", "refused"], "{stand_in:?}");
+    assert!(stand_in.data["bytes"].as_u64().unwrap() > 0);
+    assert!(
+        stand_in.data["refused"]
+            .as_str()
+            .unwrap()
+            .contains("not wanted"),
+        "{stand_in:?}"
+    );
+    assert!(records.iter().all(|r| r.kind != "call"), "{records:?}");
+    assert!(matches!(
+        host.records().verify().unwrap(),
+        Verification::Intact { .. }
+    ));
+}

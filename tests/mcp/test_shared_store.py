@@ -477,3 +477,35 @@ def test_a_nul_in_what_is_recorded_does_not_stop_the_shared_trail(hosts):
     assert len(outcomes(deployment, states[0], "calc")) == 4
     assert any("such" in r["tool"] for r in cli_json(deployment, states[0], "audit", "--json")), \
         "the refused call is in the trail"
+
+
+def test_a_record_the_database_refuses_for_good_is_replaced_and_the_host_goes_on(hosts, server):
+    """A record PostgreSQL will never take (here a trigger's data exception;
+    a NUL in text was the one found in the wild) fails its batch's commit:
+    retried as it was, every later commit failed and the host refused every
+    call. Its batch goes in record by record, the refused one replaced by an
+    `unrecordable` record that says what it was, never what it held."""
+    deployment, states = hosts
+    with http_serve(env(deployment, states[0])) as (_, url):
+        assert call(url, "calc", {"op": "add", "a": 1, "b": 1})["structuredContent"] == {"result": 2}
+        server.sql("""
+            CREATE FUNCTION refuse_it() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF NEW.data LIKE '%"a":666%' THEN
+                    RAISE EXCEPTION 'this record is not wanted' USING ERRCODE = '22023';
+                END IF;
+                RETURN NEW;
+            END $$;
+            CREATE TRIGGER refuse_it BEFORE INSERT ON audit FOR EACH ROW EXECUTE FUNCTION refuse_it();
+        """, database(deployment))
+        assert call(url, "calc", {"op": "add", "a": 666, "b": 1})["structuredContent"] == {"result": 667}
+        time.sleep(0.5)  # its batch's commit has come and gone
+        for i in range(3):
+            assert call(url, "calc", {"op": "add", "a": i, "b": 0})["structuredContent"] == {"result": i}
+    checked = verify(deployment, states[0])
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    records = cli_json(deployment, states[0], "audit", "--json")
+    [stand_in] = [r for r in records if r["kind"] == "unrecordable"]
+    assert stand_in["data"]["kind"] == "call" and "not wanted" in stand_in["data"]["refused"], stand_in
+    assert set(stand_in["data"]) == {"kind", "bytes", "refused"}, stand_in
+    assert len(outcomes(deployment, states[0], "calc")) == 5

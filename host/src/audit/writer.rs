@@ -15,6 +15,12 @@
 //! written, nothing runs (the call is refused), and once it can, the kept
 //! records go first, so the chain misses none of the calls that ran.
 //!
+//! A batch the database refuses as data (a record it will never take, see
+//! `StoreError::refuses_data`) is committed record by record instead, each
+//! refused record replaced by an `unrecordable` one that says what it was
+//! and why: retried as it was, it would fail every commit from then on and
+//! the host would refuse every call.
+//!
 //! The queue is bounded ([`MAX_QUEUED`]): callers that outrun the writer
 //! wait for room instead of growing the host's memory without limit. The
 //! thread runs at a lower priority than the calls ([`NICENESS`]): its work is
@@ -25,7 +31,7 @@
 
 use super::{Event, Subject, record_hash};
 use crate::audit::Redactor;
-use crate::store::{ExecutionRow, NewAuditRow, Store, now_ms};
+use crate::store::{ExecutionRow, NewAuditRow, Store, StoreError, now_ms};
 use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -221,6 +227,74 @@ fn rows_of(job: &mut Job, redactor: &Redactor) -> Vec<NewAuditRow> {
         .collect()
 }
 
+/// Commits `rows` one at a time, each refused one replaced by an
+/// `unrecordable` record (see the module's docs). The executions go with
+/// the first commit. What a commit that fails otherwise leaves is kept in
+/// `rows` and `executions` for the next batch.
+fn append_one_by_one(
+    store: &Store,
+    rows: &mut Vec<NewAuditRow>,
+    executions: &mut Vec<ExecutionRow>,
+) -> Result<(), StoreError> {
+    let mut committed = 0;
+    let mut result = Ok(());
+    for row in rows.iter() {
+        let appended = match store.append(std::slice::from_ref(row), &record_hash, executions) {
+            Err(refused) if refused.refuses_data() => {
+                tracing::error!(
+                    call_id = %row.call_id,
+                    kind = %row.kind,
+                    "the audit database refused a record for good; an `unrecordable` record \
+                     stands in its place: {refused}"
+                );
+                store.append(&[unrecordable(row, &refused)], &record_hash, executions)
+            }
+            other => other,
+        };
+        if let Err(e) = appended {
+            result = Err(e);
+            break;
+        }
+        executions.clear();
+        committed += 1;
+    }
+    rows.drain(..committed);
+    if result.is_ok() && !executions.is_empty() {
+        result = store.append(&[], &record_hash, executions);
+        if result.is_ok() {
+            executions.clear();
+        }
+    }
+    result
+}
+
+/// What stands in the audit log for a record the database refused: its
+/// kind, its size and the database's reason, never its content.
+fn unrecordable(row: &NewAuditRow, refused: &StoreError) -> NewAuditRow {
+    const MAX_REASON: usize = 512;
+    let mut reason = refused.to_string();
+    if reason.len() > MAX_REASON {
+        let cut = (0..=MAX_REASON)
+            .rev()
+            .find(|&at| reason.is_char_boundary(at))
+            .unwrap_or(0);
+        reason.truncate(cut);
+    }
+    NewAuditRow {
+        ts_ms: row.ts_ms,
+        call_id: Arc::clone(&row.call_id),
+        session: Arc::clone(&row.session),
+        tool: Arc::clone(&row.tool),
+        kind: Cow::Borrowed("unrecordable"),
+        data: serde_json::json!({
+            "kind": row.kind,
+            "bytes": row.data.len(),
+            "refused": reason,
+        })
+        .to_string(),
+    }
+}
+
 fn write_batches(
     store: &Store,
     redactor: &Redactor,
@@ -251,9 +325,11 @@ fn write_batches(
             rows.extend(rows_of(job, redactor));
             executions.extend(job.execution.take());
         }
-        let result = store
-            .append(&rows, &record_hash, &executions)
-            .map_err(|e| e.to_string());
+        let result = match store.append(&rows, &record_hash, &executions) {
+            Err(e) if e.refuses_data() => append_one_by_one(store, &mut rows, &mut executions),
+            other => other,
+        }
+        .map_err(|e| e.to_string());
         healthy.store(result.is_ok(), Ordering::Relaxed);
         if let Err(e) = &result {
             tracing::error!(

@@ -141,6 +141,27 @@ pub struct StoreError {
 }
 
 impl StoreError {
+    /// Whether the database refused the data itself (a value it cannot
+    /// hold, a check or trigger that rejects it), which it would refuse
+    /// again however often asked: not an outage, and not a race (a unique
+    /// key two hosts raced for is taken on the next try).
+    pub fn refuses_data(&self) -> bool {
+        use rusqlite::ffi;
+        match &self.source {
+            Failure::Sqlite(rusqlite::Error::SqliteFailure(e, _)) => {
+                e.code == rusqlite::ErrorCode::TooBig
+                    || matches!(
+                        e.extended_code,
+                        ffi::SQLITE_CONSTRAINT_CHECK
+                            | ffi::SQLITE_CONSTRAINT_NOTNULL
+                            | ffi::SQLITE_CONSTRAINT_TRIGGER
+                    )
+            }
+            Failure::Sqlite(_) => false,
+            Failure::Shared(shared) => shared.refuses_data(),
+        }
+    }
+
     /// A failure of the shared store `settings` names.
     pub fn shared(settings: &SharedSettings, source: SharedError) -> StoreError {
         StoreError {

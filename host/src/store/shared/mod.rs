@@ -271,6 +271,20 @@ pub enum SharedError {
     NotEmpty(String),
 }
 
+impl SharedError {
+    /// Whether PostgreSQL refused the data itself: a data exception (class
+    /// 22: a NUL in text, a value out of range) or a value past one of its
+    /// limits (class 54). Not an integrity violation (class 23): a key two
+    /// hosts raced for is taken on the next try.
+    pub fn refuses_data(&self) -> bool {
+        let Self::Postgres(e) = self else {
+            return false;
+        };
+        e.code()
+            .is_some_and(|code| matches!(code.code().get(..2), Some("22" | "54")))
+    }
+}
+
 /// What PostgreSQL said: a server's error names its cause and code, where
 /// the driver's own text is only "db error".
 fn said(e: &tokio_postgres::Error) -> String {
