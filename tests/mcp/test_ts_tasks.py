@@ -3,7 +3,9 @@
 sees the capability and each tool's task support, creates tasks, polls them,
 answers the approval and the tool's question the task stops for (through
 `tasks/result`), cancels one and lists them; every run is governed and
-audited like any other call."""
+audited like any other call. The official Python SDK, which has typed models
+for that revision's tasks but no client for them, reads what the host
+declares into those models."""
 
 import json
 import shutil
@@ -66,3 +68,28 @@ def test_the_typescript_sdk_runs_calls_as_2025_11_25_tasks(tmp_path, over):
     assert by_tool["slow_compute"].count("CANCELLED") == 1 and by_tool["slow_compute"].count(None) == 2, by_tool
     assert by_tool["confirm_delete"][-1] is None and by_tool["confirm_delete"].count(None) == 1, by_tool
     assert by_tool["greet"] == [], "the refused plain call of a task-only tool ran"
+
+
+def test_the_python_sdk_reads_the_2025_11_25_task_capability_and_support(tmp_path):
+    """The official Python SDK has typed models for that revision's tasks:
+    what the host declares parses into them, not into leftovers."""
+    import asyncio
+
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    host = Host(tmp_path)
+    shutil.copy(WASM / "conformance.wasm", host.plugins)
+    (host.workspace / "toolwarden.toml").write_text(POLICY.format(timeout_ms=30000, ttl=3600))
+
+    async def session():
+        async with stdio_client(host.server()) as (r, w), ClientSession(r, w) as s:
+            init = await s.initialize()
+            return init, (await s.list_tools()).tools
+
+    init, tools = asyncio.run(session())
+    assert init.protocol_version == "2025-11-25"
+    tasks = init.capabilities.tasks
+    assert tasks.list is not None and tasks.cancel is not None and tasks.requests.tools.call is not None
+    support = {t.name: t.execution.task_support for t in tools}
+    assert support["greet"] == "required" and support["slow_compute"] == "optional", support
