@@ -46,7 +46,17 @@ pub(super) struct Tasks {
     settings: Arc<McpTasks>,
     /// Which session started each task a 2025-11-25 client asked for, so
     /// `tasks/list` shows a session its own tasks and no one else's.
-    owners: Arc<Mutex<Vec<(SessionId, String)>>>,
+    owners: Arc<Mutex<Owners>>,
+}
+
+/// Tasks by the session that started them, with those the manager has let
+/// go of pruned now and then: each look at the manager sweeps all its
+/// tasks, so pruning at every creation would cost the square of their
+/// number.
+#[derive(Default)]
+struct Owners {
+    started: Vec<(SessionId, String)>,
+    prune_at: usize,
 }
 
 /// The shortest TTL a client may ask a task for: a shorter one would have
@@ -102,18 +112,26 @@ impl Tasks {
         })
     }
 
-    /// Notes that `session` started `task`, forgetting tasks the manager
-    /// has let go of.
+    /// Notes that `session` started `task`. Once the list has doubled
+    /// since it was last pruned, the tasks the manager has let go of are
+    /// forgotten.
     pub(super) fn started(&self, session: SessionId, task: &Task) {
+        const PRUNE_FROM: usize = 64;
         let mut owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
-        owners.retain(|(_, id)| self.manager.get_task(id).is_ok());
-        owners.push((session, task.task_id.clone()));
+        if owners.started.len() >= owners.prune_at {
+            owners
+                .started
+                .retain(|(_, id)| self.manager.get_task(id).is_ok());
+            owners.prune_at = (2 * owners.started.len()).max(PRUNE_FROM);
+        }
+        owners.started.push((session, task.task_id.clone()));
     }
 
     /// The tasks `session` started that are still kept, oldest first.
     pub(super) fn listed(&self, session: &SessionId) -> Vec<Task> {
         let owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
         owners
+            .started
             .iter()
             .filter(|(owner, _)| owner == session)
             .filter_map(|(_, id)| self.manager.get_task(id).ok())
