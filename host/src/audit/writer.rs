@@ -272,14 +272,7 @@ fn append_one_by_one(
 /// kind, its size and the database's reason, never its content.
 fn unrecordable(row: &NewAuditRow, refused: &StoreError) -> NewAuditRow {
     const MAX_REASON: usize = 512;
-    let mut reason = refused.to_string();
-    if reason.len() > MAX_REASON {
-        let cut = (0..=MAX_REASON)
-            .rev()
-            .find(|&at| reason.is_char_boundary(at))
-            .unwrap_or(0);
-        reason.truncate(cut);
-    }
+    let reason = crate::presentation::cut_to(refused.to_string(), MAX_REASON);
     NewAuditRow {
         ts_ms: row.ts_ms,
         call_id: Arc::clone(&row.call_id),

@@ -108,13 +108,9 @@ async fn refuse_over_cap(
     {
         return next.run(request).await;
     }
-    let (parts, body) = request.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, MAX_PEEKED_BODY).await else {
-        return (
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "toolwarden: request too large\n",
-        )
-            .into_response();
+    let (parts, bytes) = match buffered(request).await {
+        Ok(read) => read,
+        Err(too_large) => return too_large,
     };
     let opens_a_session = serde_json::from_slice::<serde_json::Value>(&bytes)
         .is_ok_and(|message| message["method"] == "initialize");
@@ -145,13 +141,9 @@ async fn mark_task_requests(request: Request, next: Next) -> Response {
     if !speaks_2025_11_25 || request.method() != axum::http::Method::POST {
         return next.run(request).await;
     }
-    let (mut parts, body) = request.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, MAX_PEEKED_BODY).await else {
-        return (
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "toolwarden: request too large\n",
-        )
-            .into_response();
+    let (mut parts, bytes) = match buffered(request).await {
+        Ok(read) => read,
+        Err(too_large) => return too_large,
     };
     if let Some(task) = task_requests::peek(&bytes) {
         parts.extensions.insert(task);
@@ -230,8 +222,26 @@ impl SessionManager for Sessions {
     }
 }
 
+/// A request's body read whole, for a middleware to look into before
+/// passing the request on (rebuilt from the parts and the bytes); one
+/// larger than [`MAX_PEEKED_BODY`] is answered 413 instead.
+async fn buffered(
+    request: Request,
+) -> Result<(axum::http::request::Parts, axum::body::Bytes), Response> {
+    let (parts, body) = request.into_parts();
+    match axum::body::to_bytes(body, MAX_PEEKED_BODY).await {
+        Ok(bytes) => Ok((parts, bytes)),
+        Err(_) => Err((
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "toolwarden: request too large\n",
+        )
+            .into_response()),
+    }
+}
+
 /// Largest body read to tell an `initialize` from a stateless request when
-/// the server is full; the arguments' own bound.
+/// the server is full, or to find a 2025-11-25 `task` field; the
+/// arguments' own bound.
 const MAX_PEEKED_BODY: usize = crate::call::MAX_ARGS_BYTES + (64 << 10);
 
 /// Serves until the process is stopped. `beside` is served on the same

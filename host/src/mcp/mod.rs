@@ -312,7 +312,6 @@ impl ServerHandler for Server {
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let mut request = self.call_request(&mut params, &cx)?;
-        self.refuse_untasked_2025(&request.tool, &cx)?;
         self.refuse_untasked(&request.tool, &cx)?;
         let modern = cx
             .protocol_version()

@@ -289,28 +289,6 @@ impl Server {
         };
         Ok(CustomResult(answer))
     }
-
-    /// For a 2025-11-25 client: a tool in `[mcp] task_only` called without
-    /// a task is refused as that revision says (-32601).
-    pub(super) fn refuse_untasked_2025(
-        &self,
-        tool: &str,
-        cx: &RequestContext<RoleServer>,
-    ) -> Result<(), McpError> {
-        if self.tasks.task_only(tool)
-            && cx.protocol_version() == Some(ProtocolVersion::V_2025_11_25)
-        {
-            return Err(McpError::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                format!(
-                    "toolwarden: `{tool}` runs only as a task (its taskSupport is `required`); \
-                     call it with `\"task\": {{}}`; nothing ran"
-                ),
-                None,
-            ));
-        }
-        Ok(())
-    }
 }
 
 fn params_of<P: serde::de::DeserializeOwned>(request: &CustomRequest) -> Result<P, McpError> {

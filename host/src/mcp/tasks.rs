@@ -29,7 +29,7 @@ use crate::outcome::{CallResult, ErrorCode};
 use crate::question::MAX_QUESTIONS;
 use rmcp::model::{
     CallToolResponse, CallToolResult, ClientCapabilities, CreateTaskResult, ElicitRequest,
-    InputRequest, Task,
+    ErrorCode as RpcErrorCode, InputRequest, ProtocolVersion, Task,
 };
 use rmcp::service::RequestContext;
 use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
@@ -152,14 +152,29 @@ pub(super) enum Begun {
 }
 
 impl Server {
-    /// Whether `tool` may only run as a task, and if so, whether the client
-    /// that sent `cx` can have one.
+    /// Whether `tool` may only run as a task, and if so, whether the plain
+    /// call `cx` sent may go on as one: a 2025-11-25 client is refused as
+    /// that revision says (-32601: it must ask for a task), any other that
+    /// did not declare the extension for lack of it (-32021).
     pub(super) fn refuse_untasked(
         &self,
         tool: &str,
         cx: &RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        if self.tasks.task_only(tool) && !declared_tasks(cx) {
+        if !self.tasks.task_only(tool) {
+            return Ok(());
+        }
+        if cx.protocol_version() == Some(ProtocolVersion::V_2025_11_25) {
+            return Err(McpError::new(
+                RpcErrorCode::METHOD_NOT_FOUND,
+                format!(
+                    "toolwarden: `{tool}` runs only as a task (its taskSupport is `required`); \
+                     call it with `\"task\": {{}}`; nothing ran"
+                ),
+                None,
+            ));
+        }
+        if !declared_tasks(cx) {
             return Err(McpError::missing_required_client_capability(
                 ClientCapabilities::builder().enable_tasks().build(),
             ));
