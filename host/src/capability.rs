@@ -3,6 +3,7 @@
 //! The default grants nothing. A plain value, like the session's
 //! [`SandboxMode`] that caps it.
 
+use crate::canonical_url::{CanonicalUrl, UrlPattern};
 use crate::origin::OriginPattern;
 use crate::spec::FsNeed;
 use serde::Serialize;
@@ -165,11 +166,73 @@ impl Serialize for Network {
     }
 }
 
+/// A deny or ask rule about URL arguments, bound to every request of a
+/// call that the rule's other matchers fit: a request whose URL the
+/// pattern matches is refused (unless an ask rule's URL is one a person
+/// approved with the call). The policy makes these; the egress layer
+/// checks them.
+#[derive(Clone, Debug)]
+pub struct UrlRule {
+    /// 1-based, in file order.
+    pub rule: usize,
+    /// `deny` or `ask`.
+    pub verdict: &'static str,
+    /// The rule as the user wrote it (reason, number, line).
+    pub description: Arc<str>,
+    pub pattern: UrlPattern,
+    /// Match keys of the URLs a person approved with the call.
+    pub approved: Vec<String>,
+}
+
+impl UrlRule {
+    /// Whether the rule refuses a request to `url`.
+    pub fn refuses(&self, url: &CanonicalUrl) -> bool {
+        self.pattern.matches(url) && !self.approved.iter().any(|key| key == url.match_key())
+    }
+}
+
+/// The URL rules bound to one call; none for most calls.
+#[derive(Clone, Debug, Default)]
+pub struct UrlRules(pub Arc<[UrlRule]>);
+
+impl UrlRules {
+    pub fn iter(&self) -> impl Iterator<Item = &UrlRule> {
+        self.0.iter()
+    }
+}
+
+/// Two sets of URL rules are the same when they bind the same rules to the
+/// same approved URLs (the patterns follow from the rule numbers).
+impl PartialEq for UrlRules {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.len() == other.0.len()
+            && self
+                .0
+                .iter()
+                .zip(other.0.iter())
+                .all(|(a, b)| a.rule == b.rule && a.approved == b.approved)
+    }
+}
+
+impl Eq for UrlRules {}
+
+impl std::hash::Hash for UrlRules {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        for rule in self.0.iter() {
+            rule.rule.hash(state);
+            rule.approved.hash(state);
+        }
+    }
+}
+
 /// Everything a call may use beyond its own memory.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct Grant {
     pub fs: FsAccess,
     pub net: Network,
+    /// Deny and ask rules on URLs, held to every request the call sends.
+    #[serde(skip)]
+    pub urls: UrlRules,
 }
 
 #[cfg(test)]

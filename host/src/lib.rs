@@ -27,6 +27,7 @@
 mod approval;
 mod audit;
 mod call;
+mod canonical_url;
 mod capability;
 mod check;
 /// The `toolwarden` binary's commands: its entry point, not library API.

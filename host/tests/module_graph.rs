@@ -20,6 +20,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "when",
             "outcome",
             "origin",
+            "canonical_url",
             "spec",
             "settings",
             "profile",

@@ -35,6 +35,7 @@ mod scheduler;
 mod sdk;
 mod soak;
 mod trust;
+mod url_rules;
 mod web;
 
 /// Every example plugin must be exercised by a test named after it in

@@ -30,7 +30,7 @@ fn probe(host: &Controller, tool: &str, args: Value) -> CallResult {
 }
 
 /// The `request` records of one call, as the audit stored them.
-fn requests(host: &Controller, call_id: &str) -> Vec<Value> {
+pub fn requests(host: &Controller, call_id: &str) -> Vec<Value> {
     host.records()
         .audit(&AuditFilter {
             call_id: Some(call_id.into()),

@@ -7,10 +7,13 @@
 //! - `/slow`: announces 1,000 bytes and sends one a second;
 //! - `/hang`: reads the request and never answers, until the client closes
 //!   the connection (then [`WebServer::hung_up`] is true);
+//! - `/admin/...`: 200 with [`ADMIN`], the page URL rules keep out;
+//! - `/echo`: 200 with the request's headers, one `name: value` a line, as
+//!   a careless server that hands a credential back would;
 //! - anything else: 200 with `hello from the test server`.
 //!
 //! Every request is recorded with its headers ([`WebServer::requests`]);
-//! nothing a request carries is ever sent back.
+//! only `/echo` sends back anything a request carries.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -19,6 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub const HELLO: &str = "hello from the test server";
+pub const ADMIN: &str = "the admin page";
 pub const HUGE_BYTES: u64 = 1 << 30;
 
 /// One request as it reached the server.
@@ -209,6 +213,7 @@ fn handle<S: Read + Write>(stream: S, state: &State) {
         body.resize(length.unwrap_or(0).min(64 << 20), 0);
         let _ = reader.read_exact(&mut body);
     }
+    let echoed: String = headers.iter().map(|(n, v)| format!("{n}: {v}\n")).collect();
     state.seen.lock().unwrap().push(Seen {
         path: path.clone(),
         headers,
@@ -216,7 +221,20 @@ fn handle<S: Read + Write>(stream: S, state: &State) {
     });
     let route = path.split('?').next().unwrap_or("/");
     let mut out = reader.into_inner();
+    let page = |out: &mut S, text: &str| {
+        let _ = write!(
+            out,
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+            text.len()
+        );
+    };
+    if route.starts_with("/admin/") {
+        page(&mut out, ADMIN);
+        let _ = out.flush();
+        return;
+    }
     match route {
+        "/echo" => page(&mut out, &echoed),
         "/redirect" => {
             let to = path.split_once("?to=").map_or("/", |(_, to)| to);
             let _ = write!(

@@ -7,7 +7,9 @@
 //! extra CA file, and the [`Credentials`]. At run time a call's store holds
 //! [`CallHooks`], the `wasi:http` hooks through which every request the
 //! guest hands over passes ([`send`]): checked against the call's grant
-//! when it is sent (scheme, host, port), its name resolved by the host and
+//! when it is sent (scheme, host, port, and the deny and ask rules on URLs
+//! the policy bound to the call, read as [`crate::canonical_url`] reads
+//! them, which is also the form sent), its name resolved by the host and
 //! each address checked ([`address`]), connected to that very address,
 //! credentials added for their origins only, limited (count, bytes each
 //! way, timeouts inside the call's deadline), stopped by cancellation, and
@@ -24,7 +26,7 @@ mod send;
 pub use section::{CredentialSection, NetworkSection, NetworkSettings, credentials};
 
 use crate::call::CancelToken;
-use crate::capability::{GrantedOrigin, Network, NetworkGrant, Reach};
+use crate::capability::{GrantedOrigin, Network, NetworkGrant, Reach, UrlRules};
 use crate::origin::OriginPattern;
 use crate::spec::NetworkNeed;
 use rustls_pki_types::CertificateDer;
@@ -186,12 +188,14 @@ impl Egress {
     pub(crate) fn hooks(
         self: &Arc<Self>,
         network: &Network,
+        urls: &UrlRules,
         cancel: CancelToken,
         deadline: tokio::time::Instant,
     ) -> CallHooks {
         CallHooks {
             egress: Arc::clone(self),
             network: network.clone(),
+            urls: urls.clone(),
             cancel,
             deadline,
             usage: None,
@@ -225,6 +229,9 @@ pub struct RequestRecord {
     /// Why it was denied, or how it failed after it was let out.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The policy rule that refused it (1-based), when a URL rule did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
     /// The address it was sent to.
@@ -280,6 +287,7 @@ impl Usage {
 pub struct CallHooks {
     egress: Arc<Egress>,
     network: Network,
+    urls: UrlRules,
     cancel: CancelToken,
     deadline: tokio::time::Instant,
     /// Made by the call's first request: most calls send none.

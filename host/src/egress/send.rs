@@ -12,8 +12,9 @@
 
 use super::body::{Counted, Direction};
 use super::{CallHooks, Egress, Entry, RequestDecision, RequestRecord, Usage, address};
+use crate::canonical_url::CanonicalUrl;
 use crate::capability::{GrantedOrigin, Network};
-use crate::origin::{Host, Origin, Scheme};
+use crate::origin::{Host, Scheme};
 use http::{HeaderName, HeaderValue, Request, Response};
 use http_body_util::BodyExt;
 use std::future::Future;
@@ -32,7 +33,7 @@ type Sent = Box<dyn Future<Output = Result<(Response<WasiBody>, Io), Error>> + S
 
 /// A request the grant lets out, and what the host adds to it.
 struct Admitted {
-    origin: Origin,
+    url: CanonicalUrl,
     granted: GrantedOrigin,
     credentials: Vec<(HeaderName, HeaderValue)>,
 }
@@ -52,11 +53,11 @@ impl Stop {
     }
 }
 
-/// The path as the audit keeps it: query values replaced, so a token put
-/// in a URL by a tool does not end up in the log.
-fn redacted_path(uri: &http::Uri) -> String {
-    let path = uri.path();
-    match uri.query() {
+/// The path and query as the audit keeps them: query values replaced, so
+/// a token put in a URL by a tool does not end up in the log.
+fn redacted_path(url: &CanonicalUrl) -> String {
+    let (path, query) = url.path_and_query();
+    match query {
         None => path.to_owned(),
         Some(query) => {
             let pairs: Vec<String> = query
@@ -71,44 +72,55 @@ fn redacted_path(uri: &http::Uri) -> String {
     }
 }
 
-fn origin_of(uri: &http::Uri) -> Result<Origin, String> {
+/// The request's URL in its one canonical form (see
+/// [`crate::canonical_url`]): what is checked, recorded and sent.
+fn url_of(uri: &http::Uri) -> Result<CanonicalUrl, String> {
     let scheme = uri.scheme_str().unwrap_or_default();
     let authority = uri.authority().map(|a| a.as_str()).unwrap_or_default();
     if authority.contains('@') {
         return Err("a user name or password in the URL is not allowed".into());
     }
-    url::Url::parse(&format!("{scheme}://{authority}/"))
-        .ok()
-        .as_ref()
-        .and_then(Origin::of_url)
+    let path = uri.path_and_query().map_or("/", |p| p.as_str());
+    CanonicalUrl::parse(&format!("{scheme}://{authority}{path}"))
         .ok_or_else(|| format!("`{scheme}://{authority}` is not an http(s) origin"))
 }
 
 impl CallHooks {
-    fn admit(&self, request: &Request<WasiBody>, attempts: usize) -> Result<Admitted, String> {
-        let origin = origin_of(request.uri())?;
+    fn admit(&self, url: CanonicalUrl, attempts: usize) -> Result<Admitted, Refusal> {
+        let origin = url.origin().clone();
         let max = self.egress.limits.max_requests as usize;
         if attempts >= max {
-            return Err(format!(
+            return Err(Refusal::plain(format!(
                 "the call already sent {max} requests (`network.max_requests`)"
-            ));
+            )));
         }
         let Network::Open(grant) = &self.network else {
-            return Err(format!(
+            return Err(Refusal::plain(format!(
                 "`{origin}`: this call was granted no network (the tool declares none, or the \
                  operator allows none of what it declares)"
-            ));
+            )));
         };
         let granted = grant
             .origins
             .iter()
             .find(|granted| granted.pattern.matches(&origin))
             .ok_or_else(|| {
-                format!(
+                Refusal::plain(format!(
                     "`{origin}` is not among the origins this call was granted ({})",
                     self.network
-                )
+                ))
             })?;
+        if let Some(rule) = self.urls.iter().find(|rule| rule.refuses(&url)) {
+            return Err(Refusal {
+                reason: format!(
+                    "`{url}` matches {} of a rule that says `{}` about this call's URLs: {}; \
+                     a URL rule holds every request of the call, redirects and URLs the tool \
+                     builds included",
+                    rule.pattern, rule.verdict, rule.description
+                ),
+                rule: Some(rule.rule),
+            });
+        }
         let credentials = grant
             .credentials
             .iter()
@@ -117,10 +129,23 @@ impl CallHooks {
             .map(|credential| (credential.header.clone(), credential.value.clone()))
             .collect();
         Ok(Admitted {
-            origin,
+            url,
             granted: granted.clone(),
             credentials,
         })
+    }
+}
+
+/// Why the host refused a request before sending it.
+struct Refusal {
+    reason: String,
+    /// The policy rule that refused it, when a URL rule did.
+    rule: Option<usize>,
+}
+
+impl Refusal {
+    fn plain(reason: String) -> Refusal {
+        Refusal { reason, rule: None }
     }
 }
 
@@ -131,12 +156,17 @@ impl WasiHttpHooks for CallHooks {
         options: Option<RequestOptions>,
         _fut: Box<dyn Future<Output = Result<(), Error>> + Send>,
     ) -> Sent {
+        let url = url_of(request.uri());
         let record = RequestRecord {
             method: request.method().to_string(),
-            origin: String::new(),
-            path: redacted_path(request.uri()),
+            origin: url.as_ref().map_or_else(
+                |_| request.uri().to_string(),
+                |url| url.origin().to_string(),
+            ),
+            path: url.as_ref().map_or_else(|_| String::new(), redacted_path),
             decision: RequestDecision::Allowed,
             reason: None,
+            rule: None,
             status: None,
             address: None,
             sent_bytes: 0,
@@ -146,24 +176,21 @@ impl WasiHttpHooks for CallHooks {
         let usage = Arc::clone(self.usage.get_or_insert_default());
         let mut log = usage.entries();
         let attempts = log.len();
-        let admitted = self.admit(&request, attempts);
-        let origin = match &admitted {
-            Ok(admitted) => admitted.origin.to_string(),
-            Err(_) => origin_of(request.uri())
-                .map_or_else(|_| request.uri().to_string(), |o| o.to_string()),
-        };
+        let admitted = url
+            .map_err(Refusal::plain)
+            .and_then(|url| self.admit(url, attempts));
         let admitted = match admitted {
             Ok(admitted) => admitted,
-            Err(reason) => {
+            Err(Refusal { reason, rule }) => {
                 // Past the limit, one refusal says so; a plugin that keeps
                 // trying does not grow the record without end.
                 if attempts <= self.egress.limits.max_requests as usize {
-                    tracing::info!(origin, "request denied: {reason}");
+                    tracing::info!(origin = record.origin, "request denied: {reason}");
                     log.push(Entry {
                         record: RequestRecord {
-                            origin,
                             decision: RequestDecision::Denied,
                             reason: Some(reason),
+                            rule,
                             ..record
                         },
                         started: Instant::now(),
@@ -175,7 +202,7 @@ impl WasiHttpHooks for CallHooks {
         };
         let index = log.len();
         log.push(Entry {
-            record: RequestRecord { origin, ..record },
+            record,
             started: Instant::now(),
             done: false,
         });
@@ -259,7 +286,7 @@ impl Exchange {
         );
         let connecting = async {
             let tcp = self.connect().await?;
-            let stream: Box<dyn Stream> = match self.admitted.origin.scheme {
+            let stream: Box<dyn Stream> = match self.admitted.url.origin().scheme {
                 Scheme::Http => Box::new(tcp),
                 Scheme::Https => Box::new(self.tls(tcp).await?),
             };
@@ -271,15 +298,21 @@ impl Exchange {
             .await
             .map_err(|_| Stop::failed(Error::ConnectionTimeout))??;
 
-        // The request line carries the path only; scheme and authority are
-        // for a proxy, and the `Host` header is already set.
-        let path = request
-            .uri()
-            .path_and_query()
-            .map_or("/", |p| p.as_str())
+        // The request line carries the path only (scheme and authority are
+        // for a proxy), in the canonical form the rules were checked on, so
+        // the server reads what was decided, not another spelling of it;
+        // `Host` likewise names the canonical host.
+        let url = &self.admitted.url;
+        let path = match url.path_and_query() {
+            (path, Some(query)) => format!("{path}?{query}"),
+            (path, None) => path.to_owned(),
+        };
+        *request.uri_mut() = path
             .parse::<http::Uri>()
             .map_err(|_| Stop::Denied("the request's path is not valid".into()))?;
-        *request.uri_mut() = path;
+        let host = HeaderValue::from_str(&url.authority())
+            .map_err(|_| Stop::Denied("the request's host is not valid".into()))?;
+        request.headers_mut().insert(http::header::HOST, host);
         for (name, value) in &self.admitted.credentials {
             request.headers_mut().insert(name.clone(), value.clone());
         }
@@ -346,9 +379,8 @@ impl Exchange {
     /// Resolves the host (names by the host's resolver, never the guest's)
     /// and connects to the first address the granted origin may reach.
     async fn connect(&self) -> Result<TcpStream, Stop> {
-        let Admitted {
-            origin, granted, ..
-        } = &self.admitted;
+        let Admitted { url, granted, .. } = &self.admitted;
+        let origin = url.origin();
         let port = origin.port;
         let addresses: Vec<IpAddr> = match &origin.host {
             Host::Ip(ip) => vec![*ip],
@@ -412,7 +444,7 @@ impl Exchange {
             .egress
             .tls()
             .map_err(|why| Stop::Failed(Error::TlsCertificateError, format!("failed: {why}")))?;
-        let name = match &self.admitted.origin.host {
+        let name = match &self.admitted.url.origin().host {
             Host::Ip(ip) => rustls_pki_types::ServerName::IpAddress((*ip).into()),
             Host::Name(name) => rustls_pki_types::ServerName::try_from(name.clone())
                 .map_err(|_| Stop::Denied(format!("`{name}` is not a name TLS can verify")))?,
@@ -462,25 +494,30 @@ mod tests {
 
     #[test]
     fn query_values_never_reach_the_record() {
-        let uri: http::Uri = "https://a.org/search?q=secret&page=2&flag".parse().unwrap();
-        assert_eq!(redacted_path(&uri), "/search?q=REDACTED&page=REDACTED&flag");
-        let uri: http::Uri = "https://a.org/x".parse().unwrap();
-        assert_eq!(redacted_path(&uri), "/x");
+        let url = CanonicalUrl::parse("https://a.org/search?q=secret&page=2&flag").unwrap();
+        assert_eq!(redacted_path(&url), "/search?q=REDACTED&page=REDACTED&flag");
+        let url = CanonicalUrl::parse("https://a.org/x").unwrap();
+        assert_eq!(redacted_path(&url), "/x");
     }
 
     #[test]
-    fn origins_are_read_from_the_request_as_a_browser_would() {
+    fn requests_are_read_as_a_browser_would_and_in_one_form() {
         let uri: http::Uri = "https://API.Example.org:443/x".parse().unwrap();
         assert_eq!(
-            origin_of(&uri).unwrap().to_string(),
+            url_of(&uri).unwrap().origin().to_string(),
             "https://api.example.org"
         );
         let uri: http::Uri = "http://0x7f.1:8080/".parse().unwrap();
         assert_eq!(
-            origin_of(&uri).unwrap().to_string(),
+            url_of(&uri).unwrap().origin().to_string(),
             "http://127.0.0.1:8080"
         );
+        let uri: http::Uri = "http://localhost.:8080/%61dmin/./x".parse().unwrap();
+        assert_eq!(
+            url_of(&uri).unwrap().as_str(),
+            "http://localhost:8080/admin/x"
+        );
         let uri: http::Uri = "https://user@a.org/".parse().unwrap();
-        assert!(origin_of(&uri).is_err());
+        assert!(url_of(&uri).is_err());
     }
 }

@@ -84,7 +84,7 @@ pub(crate) fn new_store(
     let deadline = tokio::time::Instant::now() + timeout;
     let egress = engine
         .egress
-        .hooks(&grant.net, host.cancel.clone(), deadline);
+        .hooks(&grant.net, &grant.urls, host.cancel.clone(), deadline);
     let state = CallState {
         wasi: wasi.build(),
         table,

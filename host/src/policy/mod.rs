@@ -17,7 +17,7 @@ pub use rule::{Caller, Miss, Rule, RuleDef, RuleMatch, Verdict};
 pub use section::RuleSection;
 
 use crate::capability::SandboxMode;
-use crate::capability::{FsAccess, Grant, Network};
+use crate::capability::{FsAccess, Grant, Network, UrlRules};
 use crate::egress::Allowance;
 use crate::outcome::{CallError, ErrorCode};
 use crate::spec::{Risk, ToolSpec};
@@ -321,9 +321,19 @@ impl Policy {
                 } else {
                     Clearance::NeedsApproval
                 };
+                let urls = match &network {
+                    Network::Closed => UrlRules::default(),
+                    Network::Open(_) => self.url_rules(
+                        (&tool.spec, tool.plugin.file_name(), &network, caller),
+                        resolved.args().value(),
+                        call.written(),
+                        verdict == Verdict::Ask,
+                    ),
+                };
                 let grant = Grant {
                     fs: FsAccess::for_tool(tool.spec.filesystem, session),
                     net: network,
+                    urls,
                 };
                 Ok(AuthorizedCall {
                     call,
@@ -333,6 +343,26 @@ impl Policy {
                 })
             }
         }
+    }
+}
+
+impl Policy {
+    /// The deny and ask rules on URLs that bind every request of a call
+    /// the policy let through (see [`Rule::bind_urls`]): a rule on a URL
+    /// argument covers the redirects the tool follows and the URLs it
+    /// builds itself, not only the argument.
+    fn url_rules(
+        &self,
+        call: (&ToolSpec, &str, &Network, Caller<'_>),
+        args: &Value,
+        written: Option<&Value>,
+        approved: bool,
+    ) -> UrlRules {
+        let mut bound = Vec::new();
+        for rule in &self.rules {
+            rule.bind_urls(call, args, written, approved, &mut bound);
+        }
+        UrlRules(bound.into())
     }
 }
 

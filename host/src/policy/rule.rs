@@ -9,7 +9,8 @@
 //! values by JSON pointer).
 
 use super::PolicyError;
-use crate::capability::Network;
+use crate::canonical_url::{CanonicalUrl, UrlGlob, UrlGlobError, UrlPattern};
+use crate::capability::{Network, UrlRule};
 use crate::origin::OriginPattern;
 use crate::spec::{Effect, FsNeed, Risk, ToolSpec};
 use globset::{Glob, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
@@ -103,7 +104,7 @@ pub struct RuleDef {
 #[derive(Debug)]
 enum Compiled {
     Glob(GlobMatcher),
-    UrlGlob(GlobMatcher),
+    UrlGlob(UrlGlob),
     Exact(Value),
     Not(Box<Compiled>),
 }
@@ -120,6 +121,9 @@ pub struct Rule {
     plugin: Option<GlobSet>,
     parent: Option<GlobSet>,
     when: Vec<(String, Compiled)>,
+    /// The `when` entries (by position) whose pattern is about URLs: what
+    /// a deny or ask rule binds to every request of a call.
+    url_entries: Vec<(usize, UrlPattern)>,
 }
 
 /// Whether a rule matched one call, and if not, the first matcher that failed.
@@ -177,24 +181,6 @@ fn globs(
     })
 }
 
-/// The scheme and host of a URL glob in lower case, as URLs are compared
-/// once read: `HTTPS://Docs.RS/**` means `https://docs.rs/**`.
-fn url_glob(glob: &str) -> Option<String> {
-    let lower = glob.get(..8)?.to_ascii_lowercase();
-    if !(lower.starts_with("http://") || lower.starts_with("https://")) {
-        return None;
-    }
-    let after_scheme = glob.find("://")? + 3;
-    let host_end = glob[after_scheme..]
-        .find('/')
-        .map_or(glob.len(), |i| after_scheme + i);
-    Some(format!(
-        "{}{}",
-        glob[..host_end].to_ascii_lowercase(),
-        &glob[host_end..]
-    ))
-}
-
 fn compile_pattern(
     pointer: &str,
     pattern: &ArgPattern,
@@ -213,9 +199,15 @@ fn compile_pattern(
             })
     };
     Ok(match pattern {
-        ArgPattern::Glob(glob) => match url_glob(glob) {
-            Some(url) => Compiled::UrlGlob(glob_matcher(&url)?),
-            None => Compiled::Glob(glob_matcher(glob)?),
+        ArgPattern::Glob(glob) => match UrlGlob::new(glob) {
+            Ok(Some(url)) => Compiled::UrlGlob(url),
+            Ok(None) => Compiled::Glob(glob_matcher(glob)?),
+            Err(UrlGlobError(why)) => {
+                return Err(error(
+                    format!("`when.\"{pointer}\"`: {why}"),
+                    "e.g. \"https://docs.rs/**\" or \"http://localhost:*/admin/**\"",
+                ));
+            }
         },
         ArgPattern::Exact(value) => Compiled::Exact(value.clone()),
         ArgPattern::Not(inner) => Compiled::Not(Box::new(compile_pattern(pointer, inner, error)?)),
@@ -253,14 +245,21 @@ fn same_scalar(a: &Value, b: &Value) -> bool {
 }
 
 impl Compiled {
+    /// The pattern as one about URLs, when it is one.
+    fn url_pattern(&self) -> Option<UrlPattern> {
+        match self {
+            Compiled::UrlGlob(glob) => Some(UrlPattern::Glob(glob.clone())),
+            Compiled::Not(inner) => Some(UrlPattern::Not(Box::new(inner.url_pattern()?))),
+            Compiled::Glob(_) | Compiled::Exact(_) => None,
+        }
+    }
+
     fn matches(&self, value: Option<&Value>) -> bool {
         match (self, value) {
             (Compiled::Not(inner), v) => !inner.matches(v),
             (Compiled::Glob(glob), Some(Value::String(s))) => glob.is_match(normalize_path(s)),
             (Compiled::UrlGlob(glob), Some(Value::String(s))) => {
-                url::Url::parse(s).is_ok_and(|url| {
-                    matches!(url.scheme(), "http" | "https") && glob.is_match(url.as_str())
-                })
+                CanonicalUrl::parse(s).is_some_and(|url| glob.matches(&url))
             }
             (Compiled::Exact(expected), Some(v)) => same_scalar(expected, v),
             (Compiled::Glob(_) | Compiled::UrlGlob(_) | Compiled::Exact(_), _) => false,
@@ -360,6 +359,11 @@ impl Rule {
             }
             when.push((pointer.clone(), compile_pattern(pointer, pattern, &error)?));
         }
+        let url_entries = when
+            .iter()
+            .enumerate()
+            .filter_map(|(at, (_, compiled))| Some((at, compiled.url_pattern()?)))
+            .collect();
         let description = Arc::from(format!(
             "{} (rule {}{})",
             def.reason,
@@ -374,6 +378,7 @@ impl Rule {
             plugin,
             parent,
             when,
+            url_entries,
         })
     }
 
@@ -397,6 +402,65 @@ impl Rule {
             .is_some_and(|t| t.iter().any(|n| n == tool))
     }
 
+    /// Every matcher but `when` against a call: `None` when they all
+    /// match, else how the rule missed.
+    fn check_call(
+        &self,
+        spec: &ToolSpec,
+        plugin: &str,
+        network: &Network,
+        caller: Caller<'_>,
+    ) -> Option<RuleMatch> {
+        if let Some(tools) = &self.tools
+            && !tools.is_match(&spec.name)
+        {
+            return Some(RuleMatch::Missed(Miss::Tools));
+        }
+        if let Some(globs) = &self.plugin
+            && !globs.is_match(plugin)
+        {
+            return Some(RuleMatch::Missed(Miss::Plugin));
+        }
+        if let Some(risks) = &self.def.risk
+            && !risks.contains(&spec.risk)
+        {
+            return Some(RuleMatch::Missed(Miss::Risk));
+        }
+        if let Some(effects) = &self.def.effects
+            && let Some(missing) = effects.iter().find(|e| !spec.effects.contains(**e))
+        {
+            return Some(RuleMatch::Missed(Miss::Effect(*missing)));
+        }
+        if let Some(fs) = &self.def.filesystem
+            && !fs.contains(&spec.filesystem)
+        {
+            return Some(RuleMatch::Missed(Miss::Filesystem));
+        }
+        if let Some(matcher) = &self.def.network
+            && !self.network_matches(matcher, network)
+        {
+            return Some(RuleMatch::Missed(Miss::Network));
+        }
+        let on_caller = self.def.nested.is_some() || self.parent.is_some();
+        match caller {
+            _ if !on_caller => {}
+            Caller::Unknown => return Some(RuleMatch::NeedsArgs),
+            Caller::Agent => {
+                if self.def.nested == Some(true) || self.parent.is_some() {
+                    return Some(RuleMatch::Missed(Miss::Caller));
+                }
+            }
+            Caller::Tool(parent) => {
+                if self.def.nested == Some(false)
+                    || self.parent.as_ref().is_some_and(|p| !p.is_match(parent))
+                {
+                    return Some(RuleMatch::Missed(Miss::Caller));
+                }
+            }
+        }
+        None
+    }
+
     /// Checks the rule against a call; `args` is `None` when only the tool is
     /// known (listing tools). `written` is the arguments as the caller wrote
     /// them when resolving paths changed them (`args` has the resolved
@@ -411,52 +475,8 @@ impl Rule {
         network: &Network,
         caller: Caller<'_>,
     ) -> RuleMatch {
-        if let Some(tools) = &self.tools
-            && !tools.is_match(&spec.name)
-        {
-            return RuleMatch::Missed(Miss::Tools);
-        }
-        if let Some(globs) = &self.plugin
-            && !globs.is_match(plugin)
-        {
-            return RuleMatch::Missed(Miss::Plugin);
-        }
-        if let Some(risks) = &self.def.risk
-            && !risks.contains(&spec.risk)
-        {
-            return RuleMatch::Missed(Miss::Risk);
-        }
-        if let Some(effects) = &self.def.effects
-            && let Some(missing) = effects.iter().find(|e| !spec.effects.contains(**e))
-        {
-            return RuleMatch::Missed(Miss::Effect(*missing));
-        }
-        if let Some(fs) = &self.def.filesystem
-            && !fs.contains(&spec.filesystem)
-        {
-            return RuleMatch::Missed(Miss::Filesystem);
-        }
-        if let Some(matcher) = &self.def.network
-            && !self.network_matches(matcher, network)
-        {
-            return RuleMatch::Missed(Miss::Network);
-        }
-        let on_caller = self.def.nested.is_some() || self.parent.is_some();
-        match caller {
-            _ if !on_caller => {}
-            Caller::Unknown => return RuleMatch::NeedsArgs,
-            Caller::Agent => {
-                if self.def.nested == Some(true) || self.parent.is_some() {
-                    return RuleMatch::Missed(Miss::Caller);
-                }
-            }
-            Caller::Tool(parent) => {
-                if self.def.nested == Some(false)
-                    || self.parent.as_ref().is_some_and(|p| !p.is_match(parent))
-                {
-                    return RuleMatch::Missed(Miss::Caller);
-                }
-            }
+        if let Some(missed) = self.check_call(spec, plugin, network, caller) {
+            return missed;
         }
         if self.when.is_empty() {
             return RuleMatch::Matched;
@@ -474,6 +494,62 @@ impl Rule {
         }) {
             Some(at) => RuleMatch::Missed(Miss::When(at)),
             None => RuleMatch::Matched,
+        }
+    }
+
+    /// What this rule, if it denies or asks on URL arguments, binds to a
+    /// call it did not stop: for each of its URL entries whose other
+    /// matchers all fit the call, the URL pattern, which every request the
+    /// call sends is then held to (see [`UrlRule`]). `approved`: a person
+    /// approves the call, so the URLs its arguments hold at that entry are
+    /// let out.
+    pub(super) fn bind_urls(
+        &self,
+        call: (&ToolSpec, &str, &Network, Caller<'_>),
+        args: &Value,
+        written: Option<&Value>,
+        approved: bool,
+        out: &mut Vec<UrlRule>,
+    ) {
+        if self.url_entries.is_empty() || self.verdict() == Verdict::Allow {
+            return;
+        }
+        let (spec, plugin, network, caller) = call;
+        if self.check_call(spec, plugin, network, caller).is_some() {
+            return;
+        }
+        let fits = |pointer: &str, pattern: &Compiled| {
+            pattern.matches(args.pointer(pointer))
+                || written.is_some_and(|w| pattern.matches(w.pointer(pointer)))
+        };
+        for (at, url_pattern) in &self.url_entries {
+            let others_fit = self
+                .when
+                .iter()
+                .enumerate()
+                .all(|(i, (pointer, pattern))| i == *at || fits(pointer, pattern));
+            if !others_fit {
+                continue;
+            }
+            let pointer = &self.when[*at].0;
+            let approved = if approved {
+                [Some(args), written]
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|value| value.pointer(pointer)?.as_str())
+                    .filter_map(CanonicalUrl::parse)
+                    .map(|url| url.match_key().to_owned())
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            out.push(UrlRule {
+                rule: self.index + 1,
+                verdict: self.verdict().as_str(),
+                description: self.describe(),
+                pattern: url_pattern.clone(),
+                approved,
+            });
         }
     }
 
@@ -538,10 +614,23 @@ impl Rule {
                 _ => "`nested = true`, and an agent made the call".to_owned(),
             },
             Miss::When(at) => {
-                let pointer = self.when.get(at).map_or("", |(p, _)| p.as_str());
+                let (pointer, pattern) = self
+                    .when
+                    .get(at)
+                    .map_or(("", None), |(p, c)| (p.as_str(), Some(c)));
                 let value = args.and_then(|a| a.pointer(pointer));
                 let shown = value.map_or_else(|| "missing".to_owned(), |v| v.to_string());
-                format!("`when.\"{pointer}\"` does not match (the argument is {shown})")
+                // A URL is matched in its canonical form: say so when that
+                // is not how it was written.
+                let read = pattern
+                    .and_then(Compiled::url_pattern)
+                    .and(value)
+                    .and_then(Value::as_str)
+                    .and_then(|text| Some((text, CanonicalUrl::parse(text)?)))
+                    .filter(|(text, url)| url.as_str() != *text)
+                    .map(|(_, url)| format!(", read as `{url}`"))
+                    .unwrap_or_default();
+                format!("`when.\"{pointer}\"` does not match (the argument is {shown}{read})")
             }
         }
     }
@@ -609,21 +698,7 @@ impl Rule {
 
 #[cfg(test)]
 mod tests {
-    use super::{normalize_path, url_glob};
-
-    #[test]
-    fn url_globs_compare_scheme_and_host_in_lower_case() {
-        assert_eq!(
-            url_glob("HTTPS://Docs.RS/A/**").as_deref(),
-            Some("https://docs.rs/A/**")
-        );
-        assert_eq!(
-            url_glob("https://docs.rs").as_deref(),
-            Some("https://docs.rs")
-        );
-        assert_eq!(url_glob("src/**"), None);
-        assert_eq!(url_glob("ftp://x/**"), None);
-    }
+    use super::normalize_path;
 
     #[test]
     fn paths_are_normalized_lexically_before_matching() {

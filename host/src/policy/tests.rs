@@ -497,9 +497,25 @@ fn url_globs_match_urls_as_browsers_read_them() {
         ("http://docs.rs/x", Verdict::Deny),
         ("not a url", Verdict::Deny),
         ("https://a.evil.org/x", Verdict::Deny),
+        ("https://docs.rs./serde", Verdict::Allow),
+        ("https://docs.rs/%73erde", Verdict::Allow),
+        ("https://a.evil.org../x", Verdict::Deny),
+        ("https://docs.rs:8443/x", Verdict::Deny),
     ] {
         assert_eq!(decide(&p, &tool, json!({ "url": url })), want, "{url}");
     }
+    let explained = p.explain(
+        &tool,
+        "fetch.wasm",
+        Some(&json!({ "url": "HTTPS://Docs.RS.:8443/%73" })),
+        None,
+        Caller::Agent,
+    );
+    let note = explained.rules[0].note.clone().unwrap_or_default();
+    assert!(
+        note.contains("read as `https://docs.rs:8443/s`"),
+        "explain shows the URL as it is matched: {note}"
+    );
 }
 
 #[test]

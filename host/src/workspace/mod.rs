@@ -1,10 +1,10 @@
 //! Where a call's path and URL arguments lead: the pipeline step between
 //! validation and policy, `ValidatedCall -> LocatedCall`.
 //!
-//! Every argument the tool's schema marks `"format": "uri"` is read the way
-//! browsers read URLs and rewritten to that canonical form
+//! Every argument the tool's schema marks `"format": "uri"` is read as
+//! [`crate::canonical_url`] reads URLs and rewritten to that canonical form
 //! (`HTTPS://Docs.RS/a/../b` is `https://docs.rs/b`, `https://a.org\@b.org`
-//! goes to `a.org`), so the policy's URL globs, the guard that holds it to
+//! goes to `a.org`, `http://localhost./%61` is `http://localhost/a`), so the policy's URL globs, the guard that holds it to
 //! the call's network grant, and the plugin all see one and the same URL.
 //!
 //! Every argument the tool's schema marks `"format": "path"` is resolved
@@ -31,6 +31,7 @@
 
 use crate::real_path as resolve;
 
+use crate::canonical_url::CanonicalUrl;
 use crate::capability::FsAccess;
 use crate::capability::SandboxMode;
 use crate::materialize::Arguments;
@@ -136,12 +137,16 @@ pub struct LocatedUri {
 
 impl LocatedUri {
     fn read(pointer: String, written: String) -> LocatedUri {
-        let parsed = url::Url::parse(&written).ok();
+        let (canonical, origin) = match CanonicalUrl::parse(&written) {
+            Some(url) => (url.as_str().to_owned(), Some(url.origin().clone())),
+            None => (
+                url::Url::parse(&written).map_or_else(|_| written.clone(), String::from),
+                None,
+            ),
+        };
         LocatedUri {
-            canonical: parsed
-                .as_ref()
-                .map_or_else(|| written.clone(), |url| url.as_str().to_owned()),
-            origin: parsed.as_ref().and_then(Origin::of_url),
+            canonical,
+            origin,
             pointer,
             written,
         }
