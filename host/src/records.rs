@@ -44,7 +44,8 @@ impl Records {
             ),
             audit: Audit::new(
                 Arc::clone(&store),
-                Redactor::new(config.redact_keys.iter().cloned()),
+                Redactor::new(config.redact_keys.iter().cloned())
+                    .with_secrets(config.egress.secrets().cloned()),
                 config.audit_durability,
             )?,
             store,

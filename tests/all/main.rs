@@ -11,6 +11,7 @@ mod cli;
 mod compose;
 mod content;
 mod contract;
+mod credential_leaks;
 mod export;
 mod faults;
 mod fuzz;

@@ -31,6 +31,8 @@ pub struct Seen {
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body_bytes: usize,
+    /// The body's first MiB.
+    pub body: Vec<u8>,
 }
 
 impl Seen {
@@ -218,6 +220,7 @@ fn handle<S: Read + Write>(stream: S, state: &State) {
         path: path.clone(),
         headers,
         body_bytes: body.len(),
+        body: body[..body.len().min(1 << 20)].to_vec(),
     });
     let route = path.split('?').next().unwrap_or("/");
     let mut out = reader.into_inner();

@@ -1,4 +1,6 @@
-//! Masks secrets in arguments and outputs before they reach the audit log.
+//! Masks secrets before they reach the audit log: values under secret-like
+//! keys in arguments and outputs, and every credential the host injects,
+//! wherever in a record it stands (see [`crate::egress::Secrets`]).
 
 use serde_json::Value;
 
@@ -23,6 +25,7 @@ const MASK: &str = "[REDACTED]";
 #[derive(Clone, Debug)]
 pub struct Redactor {
     keys: Vec<String>,
+    secrets: Option<std::sync::Arc<crate::egress::Secrets>>,
 }
 
 impl Default for Redactor {
@@ -35,6 +38,21 @@ impl Redactor {
     pub fn new(keys: impl IntoIterator<Item = String>) -> Redactor {
         Redactor {
             keys: keys.into_iter().map(|k| k.to_lowercase()).collect(),
+            secrets: None,
+        }
+    }
+
+    /// Also masks these credentials wherever they stand in a record.
+    pub fn with_secrets(mut self, secrets: Option<std::sync::Arc<crate::egress::Secrets>>) -> Self {
+        self.secrets = secrets;
+        self
+    }
+
+    /// A record's JSON text with every credential in it masked.
+    pub fn masked_record(&self, json: String) -> String {
+        match &self.secrets {
+            Some(secrets) => secrets.mask_json(&json).unwrap_or(json),
+            None => json,
         }
     }
 

@@ -220,8 +220,10 @@ fn rows_of(job: &mut Job, redactor: &Redactor) -> Vec<NewAuditRow> {
                 session: Arc::clone(&job.subject.session),
                 tool: Arc::clone(&job.subject.tool),
                 kind: Cow::Borrowed(event.kind()),
-                data: serde_json::to_string(event)
-                    .unwrap_or_else(|e| format!("{{\"unserializable\":\"{e}\"}}")),
+                data: redactor.masked_record(
+                    serde_json::to_string(event)
+                        .unwrap_or_else(|e| format!("{{\"unserializable\":\"{e}\"}}")),
+                ),
             }
         })
         .collect()

@@ -20,8 +20,11 @@
 
 mod address;
 mod body;
+mod secrets;
 mod section;
 mod send;
+
+pub use secrets::Secrets;
 
 pub use section::{CredentialSection, NetworkSection, NetworkSettings, credentials};
 
@@ -131,6 +134,9 @@ pub struct Credential {
     origins: Vec<OriginPattern>,
     header: http::HeaderName,
     value: http::HeaderValue,
+    /// The secret alone (the value without its prefix): what is masked
+    /// wherever it could come back out.
+    secret: String,
 }
 
 impl fmt::Debug for Credential {
@@ -163,6 +169,9 @@ pub struct Egress {
     /// Built on the first `https` request: loading the system's roots
     /// costs start-up time no host without network should pay.
     tls: OnceLock<Result<Arc<rustls::ClientConfig>, String>>,
+    /// Every credential's secret in every form it could come back in;
+    /// `None` without credentials.
+    secrets: Option<Arc<Secrets>>,
 }
 
 impl Egress {
@@ -171,16 +180,34 @@ impl Egress {
         credentials: Credentials,
         extra_roots: Vec<CertificateDer<'static>>,
     ) -> Egress {
+        let secrets = Secrets::new(
+            credentials
+                .0
+                .iter()
+                .map(|(name, credential)| secrets::Known {
+                    name,
+                    bound: &credential.origins,
+                    secret: &credential.secret,
+                }),
+        )
+        .map(Arc::new);
         Egress {
             limits,
             credentials,
             extra_roots,
             tls: OnceLock::new(),
+            secrets,
         }
     }
 
     pub fn credentials(&self) -> &Credentials {
         &self.credentials
+    }
+
+    /// The credentials' secrets, to mask what leaves the sandbox; `None`
+    /// when the config defines no credential.
+    pub fn secrets(&self) -> Option<&Arc<Secrets>> {
+        self.secrets.as_ref()
     }
 
     /// The `wasi:http` hooks of one call with `network`, stopped by
@@ -270,6 +297,15 @@ impl Usage {
         if let Some(entry) = self.entries().get_mut(index) {
             change(&mut entry.record);
         }
+    }
+
+    /// Why the host refused request `index` while it was under way, if
+    /// it did.
+    fn refusal(&self, index: usize) -> Option<String> {
+        self.entries()
+            .get(index)
+            .filter(|entry| entry.record.decision == RequestDecision::Denied)
+            .and_then(|entry| entry.record.reason.clone())
     }
 
     fn finish(&self, index: usize, change: impl FnOnce(&mut RequestRecord)) {

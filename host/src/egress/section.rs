@@ -303,6 +303,7 @@ impl CredentialSection {
             origins,
             header,
             value,
+            secret: secret.to_owned(),
         })
     }
 }

@@ -10,7 +10,8 @@
 //! for the connection), credentials must be added after the guest let go of
 //! the request, and limits and cancellation must reach into the body.
 
-use super::body::{Counted, Direction};
+use super::body::{Counted, Direction, Screened};
+use super::secrets::Screen;
 use super::{CallHooks, Egress, Entry, RequestDecision, RequestRecord, Usage, address};
 use crate::canonical_url::CanonicalUrl;
 use crate::capability::{GrantedOrigin, Network};
@@ -86,7 +87,12 @@ fn url_of(uri: &http::Uri) -> Result<CanonicalUrl, String> {
 }
 
 impl CallHooks {
-    fn admit(&self, url: CanonicalUrl, attempts: usize) -> Result<Admitted, Refusal> {
+    fn admit(
+        &self,
+        url: CanonicalUrl,
+        request: &Request<WasiBody>,
+        attempts: usize,
+    ) -> Result<Admitted, Refusal> {
         let origin = url.origin().clone();
         let max = self.egress.limits.max_requests as usize;
         if attempts >= max {
@@ -120,6 +126,26 @@ impl CallHooks {
                 ),
                 rule: Some(rule.rule),
             });
+        }
+        if let Some(secrets) = self.egress.secrets() {
+            let carried = [
+                request.uri().to_string().as_bytes(),
+                url.as_str().as_bytes(),
+            ]
+            .into_iter()
+            .chain(
+                request
+                    .headers()
+                    .iter()
+                    .flat_map(|(name, value)| [name.as_str().as_bytes(), value.as_bytes()]),
+            )
+            .find_map(|bytes| secrets.carried(bytes, &origin));
+            if let Some(name) = carried {
+                return Err(Refusal::plain(format!(
+                    "the request to `{origin}` carries the credential `{name}`, which is not \
+                     bound to that origin"
+                )));
+            }
         }
         let credentials = grant
             .credentials
@@ -178,7 +204,7 @@ impl WasiHttpHooks for CallHooks {
         let attempts = log.len();
         let admitted = url
             .map_err(Refusal::plain)
-            .and_then(|url| self.admit(url, attempts));
+            .and_then(|url| self.admit(url, &request, attempts));
         let admitted = match admitted {
             Ok(admitted) => admitted,
             Err(Refusal { reason, rule }) => {
@@ -318,15 +344,29 @@ impl Exchange {
         }
         let usage = Arc::clone(&self.usage);
         let index = self.index;
+        let origin = self.admitted.url.origin();
+        let screen = self
+            .egress
+            .secrets()
+            .filter(|secrets| secrets.foreign_to(origin))
+            .map(|secrets| Screen {
+                secrets: Arc::clone(secrets),
+                origin: origin.clone(),
+            });
         let request = request.map(|body| {
-            Counted::new(
+            let counted = Counted::new(
                 body,
                 Arc::clone(&usage),
                 index,
                 Direction::Sent,
                 limits.max_sent_bytes,
-            )
-            .boxed_unsync()
+            );
+            match screen {
+                Some(screen) => {
+                    Screened::new(counted, screen, Arc::clone(&usage), index).boxed_unsync()
+                }
+                None => counted.boxed_unsync(),
+            }
         });
 
         let mut conn = Some(conn);
@@ -353,7 +393,12 @@ impl Exchange {
         })
         .await
         .map_err(|_| Stop::failed(Error::ConnectionReadTimeout))?
-        .map_err(|e| Stop::failed(e.into()))?;
+        .map_err(|e| match usage.refusal(index) {
+            // The body was stopped by the host (it carried a credential):
+            // the guest hears that it was denied, not a protocol error.
+            Some(reason) => Stop::Denied(reason),
+            None => Stop::failed(e.into()),
+        })?;
 
         let status = response.status().as_u16();
         usage.update(index, |record| record.status = Some(status));

@@ -28,18 +28,7 @@ pub(super) fn describe(
         .enable_time()
         .build()
         .map_err(|e| PluginError::Describe(CallError::new(ErrorCode::HostError, e.to_string())))?;
-    let host = HostState {
-        tool: Arc::from("tools()"),
-        call_id: Arc::from(""),
-        cancel: CancelToken::default(),
-        progress: None,
-        log_bytes_left: super::host::LOG_BUDGET_BYTES,
-        progress_gate: Default::default(),
-        children: None,
-        answers: None,
-        asked: Vec::new(),
-        stopped_at: Vec::new(),
-    };
+    let host = HostState::new(Arc::from("tools()"), Arc::from(""), CancelToken::default());
     // A plugin compiled for the first time is described with its baseline
     // code, which is then dropped: calls run the optimized code.
     let baseline = plugin.baseline.lock().ok().and_then(|mut b| b.take());

@@ -85,6 +85,8 @@ pub(crate) fn new_store(
     let egress = engine
         .egress
         .hooks(&grant.net, &grant.urls, host.cancel.clone(), deadline);
+    let mut host = host;
+    host.secrets = engine.egress.secrets().cloned();
     let state = CallState {
         wasi: wasi.build(),
         table,
@@ -219,7 +221,12 @@ pub(crate) fn classify<R>(
     }
 }
 
-pub(crate) fn log_stdio(pipes: &Pipes, tool: &str, call_id: &str) {
+pub(crate) fn log_stdio(
+    pipes: &Pipes,
+    tool: &str,
+    call_id: &str,
+    secrets: Option<&std::sync::Arc<crate::egress::Secrets>>,
+) {
     // Reading a pipe locks it and copies what it holds: only worth it when
     // the lines go somewhere.
     if !tracing::enabled!(tracing::Level::DEBUG) {
@@ -228,12 +235,11 @@ pub(crate) fn log_stdio(pipes: &Pipes, tool: &str, call_id: &str) {
     for (stream, pipe) in [("stdout", &pipes.stdout), ("stderr", &pipes.stderr)] {
         let bytes = pipe.contents();
         if !bytes.is_empty() {
-            tracing::debug!(
-                tool,
-                call = call_id,
-                "plugin {stream}: {}",
-                String::from_utf8_lossy(&bytes)
-            );
+            let mut text = String::from_utf8_lossy(&bytes).into_owned();
+            if let Some(secrets) = secrets {
+                secrets.mask_string(&mut text);
+            }
+            tracing::debug!(tool, call = call_id, "plugin {stream}: {text}");
         }
     }
 }

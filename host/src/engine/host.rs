@@ -74,7 +74,11 @@ impl CallState {
         } else {
             host.log_bytes_left - end
         };
-        let text = &message[..end];
+        let masked = host
+            .secrets
+            .as_ref()
+            .and_then(|s| s.mask_str(&message[..end]));
+        let text = masked.as_deref().unwrap_or(&message[..end]);
         let (tool, call) = (&*host.tool, &*host.call_id);
         match level {
             Level::Trace => tracing::trace!(tool, call, "plugin: {text}"),
@@ -90,10 +94,14 @@ impl CallState {
         if let Some(sink) = &host.progress
             && host.progress_gate.admit()
         {
+            let mut message = message.map(|m| cut_to(m, MAX_PROGRESS_MESSAGE_BYTES));
+            if let (Some(secrets), Some(text)) = (&host.secrets, message.as_mut()) {
+                secrets.mask_string(text);
+            }
             sink.report(Progress {
                 done,
                 total,
-                message: message.map(|m| cut_to(m, MAX_PROGRESS_MESSAGE_BYTES)),
+                message,
             });
         }
     }
@@ -209,9 +217,15 @@ impl HostState {
         }
         let mut questions: Vec<Question> = Vec::with_capacity(asked.len());
         for (key, message, form) in asked {
-            let question = Question::new(key, message, &form).map_err(|e| {
+            let mut question = Question::new(key, message, &form).map_err(|e| {
                 wasmtime::Error::msg(format!("the plugin asked a malformed question: {e}"))
             })?;
+            if let Some(secrets) = &self.secrets {
+                secrets.mask_string(&mut question.message);
+                if let Some(form) = secrets.mask_value(&question.form) {
+                    question.form = form;
+                }
+            }
             if questions.iter().any(|q| q.key == question.key) {
                 return Err(wasmtime::Error::msg(format!(
                     "the plugin asked question `{}` twice at once",

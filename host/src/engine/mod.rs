@@ -25,7 +25,6 @@ mod state;
 pub(crate) use contract::{CallContext, PluginPre};
 pub use contract::{Contract, RawOutput, ToolFailure};
 pub use error::{EngineError, PluginError};
-pub use host::LOG_BUDGET_BYTES;
 pub use setup::engine_config;
 pub(crate) use state::{CallState, HostState};
 
@@ -380,6 +379,12 @@ impl Engine {
 
     pub fn limits(&self) -> &Limits {
         &self.limits
+    }
+
+    /// The credentials' secrets, masked in whatever leaves a sandbox;
+    /// `None` when the config defines no credential.
+    pub fn secrets(&self) -> Option<&Arc<crate::egress::Secrets>> {
+        self.egress.secrets()
     }
 
     /// What a plugin file must prove before it loads.

@@ -66,6 +66,29 @@ pub(crate) struct HostState {
     /// The questions the call stopped at, for want of answers: one, or
     /// the unanswered ones of a `questions` batch.
     pub stopped_at: Vec<crate::question::Question>,
+    /// The credentials' secrets, masked in what the plugin logs, reports
+    /// and asks (set by the store from the engine's egress).
+    pub secrets: Option<Arc<crate::egress::Secrets>>,
+}
+
+impl HostState {
+    /// The state of a run of `tool` (or of a plugin's `tools()`): nothing
+    /// reported, asked or answered yet; no children, no answers.
+    pub fn new(tool: Arc<str>, call_id: Arc<str>, cancel: CancelToken) -> HostState {
+        HostState {
+            tool,
+            call_id,
+            cancel,
+            progress: None,
+            log_bytes_left: super::host::LOG_BUDGET_BYTES,
+            progress_gate: Default::default(),
+            children: None,
+            answers: None,
+            asked: Vec::new(),
+            stopped_at: Vec::new(),
+            secrets: None,
+        }
+    }
 }
 
 pub(crate) struct CallState {

@@ -13,6 +13,7 @@
 //! again cannot do harm is run again in a fresh store ([`retry`]), within
 //! the same deadline.
 
+mod mask;
 mod preview;
 mod retry;
 mod run;
@@ -118,7 +119,8 @@ impl Sandbox {
                     requests,
                     asked,
                     retried,
-                };
+                }
+                .masked(self.engine.secrets());
             };
             tracing::debug!(tool = %tool.spec.name, attempt, code = code.as_str(), "trying the call again");
             retried.push(Retried {
@@ -139,7 +141,8 @@ impl Sandbox {
                         requests,
                         asked,
                         retried,
-                    };
+                    }
+                    .masked(self.engine.secrets());
                 }
                 _ = tokio::time::sleep(backoff) => {}
             }

@@ -12,7 +12,7 @@ use super::teardown::{Teardown, release};
 use crate::call::{CallId, SessionId};
 use crate::capability::{FsAccess, Grant};
 use crate::engine::guest::{GUEST_WORKSPACE, classify, new_store, race};
-use crate::engine::{CallContext, HostState, LOG_BUDGET_BYTES};
+use crate::engine::{CallContext, HostState};
 use crate::outcome::{CallError, ErrorCode};
 use crate::presentation::Presentation;
 use crate::registry::Tool;
@@ -92,18 +92,7 @@ impl Sandbox {
                 "no sandbox was free to ask the plugin",
             ));
         };
-        let host = HostState {
-            tool: Arc::clone(&tool.name),
-            call_id: call_id.shared(),
-            cancel: Default::default(),
-            progress: None,
-            log_bytes_left: LOG_BUDGET_BYTES,
-            progress_gate: Default::default(),
-            children: None,
-            answers: None,
-            asked: Vec::new(),
-            stopped_at: Vec::new(),
-        };
+        let host = HostState::new(Arc::clone(&tool.name), call_id.shared(), Default::default());
         let (mut store, pipes) =
             new_store(engine, pre, &grant, host, engine.limits().fuel, timeout)?;
         let name = &tool.spec.name;
@@ -125,8 +114,22 @@ impl Sandbox {
                 }
             }
         };
-        let result = classify(outcome, &store, &pipes, timeout);
+        let mut result = classify(outcome, &store, &pipes, timeout);
         release(Teardown::new(store, slot));
+        if let Some(secrets) = engine.secrets() {
+            match &mut result {
+                Ok(Some(view)) => {
+                    for text in [&mut view.title, &mut view.body] {
+                        secrets.mask_string(text);
+                    }
+                    if let Some(path) = &mut view.path {
+                        secrets.mask_string(path);
+                    }
+                }
+                Ok(None) => {}
+                Err(error) => secrets.mask_string(&mut error.message),
+            }
+        }
         result
     }
 }

@@ -10,7 +10,7 @@ use crate::approval::PreparedCall;
 use crate::call::{CallId, CancelToken, ChildCalls, ProgressSink, SessionId};
 use crate::capability::FsAccess;
 use crate::engine::guest::{GUEST_WORKSPACE, classify, log_stdio, new_store, race};
-use crate::engine::{CallContext, Engine, HostState, LOG_BUDGET_BYTES, PluginPre};
+use crate::engine::{CallContext, Engine, HostState, PluginPre};
 use crate::outcome::{CallError, ErrorCode};
 use crate::registry::Plugin;
 use std::sync::Arc;
@@ -125,16 +125,14 @@ pub(super) async fn invoke(
         ));
     };
     let host = HostState {
-        tool: Arc::clone(&tool.name),
-        call_id: cx.call_id.shared(),
-        cancel: cx.cancel.clone(),
         progress: cx.progress.clone(),
-        log_bytes_left: LOG_BUDGET_BYTES,
-        progress_gate: Default::default(),
         children: cx.children.clone(),
         answers: Some(Arc::clone(&cx.answers)),
-        asked: Vec::new(),
-        stopped_at: Vec::new(),
+        ..HostState::new(
+            Arc::clone(&tool.name),
+            cx.call_id.shared(),
+            cx.cancel.clone(),
+        )
     };
     let (mut store, pipes) = match new_store(engine, code, call.grant(), host, fuel, timeout) {
         Ok(created) => created,
@@ -164,7 +162,12 @@ pub(super) async fn invoke(
         Ok(_) => store.get_fuel().ok().map(|left| fuel.saturating_sub(left)),
         Err(_) => None,
     };
-    log_stdio(&pipes, &tool.spec.name, cx.call_id.as_str());
+    log_stdio(
+        &pipes,
+        &tool.spec.name,
+        cx.call_id.as_str(),
+        engine.secrets(),
+    );
     // A stopped call is reported against its deadline, not against what
     // was left of it for this attempt.
     let result = classify(outcome, &store, &pipes, deadline);
