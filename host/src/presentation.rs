@@ -101,21 +101,51 @@ impl Rendered {
     }
 }
 
-/// `text` with control characters written as escapes: an ANSI sequence or a
-/// bidi override in an argument or a preview shows as what it is, on a
-/// terminal as in a browser.
-pub fn visible(text: &str) -> String {
+/// Characters that reorder or break what is shown around them: bidi
+/// overrides and isolates, and Unicode's line and paragraph separators.
+fn reorders(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}')
+}
+
+fn escaped(text: &str, escape: impl Fn(char) -> bool) -> String {
     text.chars()
         .map(|c| {
-            if (c.is_control() && c != '\n' && c != '\t')
-                || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-            {
+            if escape(c) {
                 format!("\\u{{{:04x}}}", c as u32)
             } else {
                 c.to_string()
             }
         })
         .collect()
+}
+
+/// `text` with control characters written as escapes: an ANSI sequence or a
+/// bidi override in an argument or a preview shows as what it is, on a
+/// terminal as in a browser. Newlines and tabs stay.
+pub fn visible(text: &str) -> String {
+    escaped(text, hidden_in_text)
+}
+
+fn hidden_in_text(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t') || reorders(c)
+}
+
+/// Whether `text` holds anything [`visible`] would escape.
+pub fn has_hidden(text: &str) -> bool {
+    text.chars().any(hidden_in_text)
+}
+
+/// `text` as one line: like [`visible`], with newlines and tabs escaped
+/// too, for names and other text shown in a row (a newline there would
+/// forge the next row).
+pub fn one_line(text: &str) -> String {
+    escaped(text, |c| c.is_control() || reorders(c))
+}
+
+/// Whether `text` holds anything [`one_line`] would escape: what a name the
+/// host writes or prints must not.
+pub fn has_control(text: &str) -> bool {
+    text.chars().any(|c| c.is_control() || reorders(c))
 }
 
 /// `text` cut to at most `max` bytes, on a character boundary.

@@ -23,14 +23,24 @@ pub const MAX_KEY_LEN: usize = 64;
 /// each unanswered one costs a person's attention and a run of the call.
 pub const MAX_QUESTIONS: usize = 16;
 
+/// Field names and titles only the host's own approval prompt may use, so
+/// that no plugin can ask a question that looks like it (a field named so,
+/// or a title that starts so, is the plugin's defect).
+pub const RESERVED_PREFIX: &str = "toolwarden";
+
 /// One question a tool asked.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Question {
     /// Names the question within its call, the same each run.
     pub key: String,
+    /// The plugin's text, as it wrote it; a person is shown [`Question::prompt`].
     pub message: String,
     /// The form's JSON Schema, already checked.
     pub form: Value,
+    /// The tool that asked, named by the host.
+    pub tool: String,
+    /// The plugin file of that tool, named by the host.
+    pub plugin: String,
 }
 
 /// What the person did with a question.
@@ -111,7 +121,25 @@ impl Question {
         let form: Value = serde_json::from_str(form)
             .map_err(|e| format!("the form of question `{key}` is not JSON: {e}"))?;
         check_form(&form).map_err(|e| format!("the form of question `{key}` {e}"))?;
-        Ok(Question { key, message, form })
+        Ok(Question {
+            key,
+            message,
+            form,
+            tool: String::new(),
+            plugin: String::new(),
+        })
+    }
+
+    /// What a person is shown, in every channel: who asks (named by the
+    /// host, outside the plugin's text, and never the host itself), then
+    /// the plugin's message with its control characters escaped.
+    pub fn prompt(&self) -> String {
+        format!(
+            "Question from the tool `{}` (plugin `{}`), not from toolwarden:\n\n{}",
+            crate::presentation::one_line(&self.tool),
+            crate::presentation::one_line(&self.plugin),
+            crate::presentation::visible(&self.message)
+        )
     }
 
     /// Whether `answer` fits this question's form: a declined or cancelled
@@ -159,6 +187,7 @@ const COMMON: &[&str] = &["type", "title", "description", "default"];
 /// wrong, starting with "is" or "has".
 fn check_form(form: &Value) -> Result<(), String> {
     let map = form.as_object().ok_or("is not a JSON object")?;
+    plain_text(form)?;
     only_keys(
         map,
         &[
@@ -185,6 +214,11 @@ fn check_form(form: &Value) -> Result<(), String> {
         ));
     }
     for (name, field) in properties {
+        if reserved(name) {
+            return Err(format!(
+                "has a field `{name}`: names that start with `{RESERVED_PREFIX}` are the host's"
+            ));
+        }
         check_field(name, field)?;
     }
     if let Some(required) = map.get("required") {
@@ -315,6 +349,43 @@ fn check_field(name: &str, field: &Value) -> Result<(), String> {
     }
 }
 
+fn reserved(text: &str) -> bool {
+    text.trim_start()
+        .get(..RESERVED_PREFIX.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(RESERVED_PREFIX))
+}
+
+/// Every text of a form is plain: no control characters but newlines and
+/// tabs (a terminal escape could redraw the prompt), no bidi overrides,
+/// and no title that claims to be the host's.
+fn plain_text(form: &Value) -> Result<(), String> {
+    fn walk(value: &Value, key: Option<&str>) -> Result<(), String> {
+        match value {
+            Value::String(text) => {
+                if crate::presentation::has_hidden(text) {
+                    return Err("has text with control characters or direction overrides".into());
+                }
+                if key == Some("title") && reserved(text) {
+                    return Err(format!(
+                        "has the title `{text}`: titles that start with `{RESERVED_PREFIX}` are \
+                         the host's"
+                    ));
+                }
+                Ok(())
+            }
+            Value::Array(items) => items.iter().try_for_each(|v| walk(v, key)),
+            Value::Object(map) => map.iter().try_for_each(|(k, v)| {
+                if crate::presentation::has_control(k) {
+                    return Err("has a key with control characters".into());
+                }
+                walk(v, Some(k))
+            }),
+            Value::Null | Value::Bool(_) | Value::Number(_) => Ok(()),
+        }
+    }
+    walk(form, None)
+}
+
 fn only_keys(map: &Map<String, Value>, allowed: &[&str], at: &str) -> Result<(), String> {
     match map.keys().find(|k| !allowed.contains(&k.as_str())) {
         None => Ok(()),
@@ -371,6 +442,41 @@ mod tests {
 
     fn ask(form: Value) -> Result<Question, String> {
         Question::new("q".into(), "why?".into(), &form.to_string())
+    }
+
+    #[test]
+    fn no_form_can_pass_for_the_hosts_approval_prompt() {
+        let field = json!({"type": "string", "enum": ["approve_once", "deny"]});
+        for form in [
+            json!({"type": "object", "properties": {"toolwarden_decision": field}}),
+            json!({"type": "object", "properties": {"TOOLWARDEN": field}}),
+            json!({"type": "object", "title": "Toolwarden approval", "properties": {}}),
+            json!({"type": "object", "properties": {"x": {"type": "boolean", "title": " toolwarden: your decision"}}}),
+            json!({"type": "object", "properties": {"x": {"type": "boolean", "description": "a\u{1b}[2Jb"}}}),
+            json!({"type": "object", "properties": {"x": {"type": "string", "enum": ["\u{202e}a"]}}}),
+            json!({"type": "object", "properties": {"x\u{7}": {"type": "boolean"}}}),
+        ] {
+            assert!(ask(form.clone()).is_err(), "{form}");
+        }
+        let plain = json!({"type": "object", "properties": {"approve": {"type": "boolean", "description": "two\nlines"}}});
+        assert!(ask(plain).is_ok());
+    }
+
+    #[test]
+    fn a_person_is_shown_who_asks_and_the_text_with_its_escapes_shown() {
+        let mut question = Question::new(
+            "q".into(),
+            "approve?\u{1b}[2J\u{202e}x\nnext".into(),
+            &json!({"type": "object", "properties": {}}).to_string(),
+        )
+        .unwrap();
+        question.tool = "fetch".into();
+        question.plugin = "evil\n.wasm".into();
+        assert_eq!(
+            question.prompt(),
+            "Question from the tool `fetch` (plugin `evil\\u{000a}.wasm`), not from toolwarden:\n\n\
+             approve?\\u{001b}[2J\\u{202e}x\nnext"
+        );
     }
 
     #[test]

@@ -336,7 +336,13 @@ fn the_cli_asks_on_a_terminal_and_fails_closed_elsewhere() {
     let t = TestHost::new(&[CONFORMANCE]);
     let args = format!("call {GREET} '{{}}'");
     let (code, out) = on_a_terminal(t.command("script"), &args, "y\nAda\n");
-    assert!(out.contains("asks: What is your name?"), "{out}");
+    let asked = format!(
+        "Question from the tool `{GREET}` (plugin `conformance.wasm`), not from toolwarden:"
+    );
+    assert!(
+        out.contains(&asked) && out.contains("What is your name?"),
+        "the host names who asks: {out}"
+    );
     assert_eq!(code, 0, "{out}");
     assert!(out.trim_end().ends_with("Hello, Ada!"), "{out}");
 
@@ -351,11 +357,15 @@ fn the_cli_asks_on_a_terminal_and_fails_closed_elsewhere() {
     assert_eq!(code, 1, "{stdout}{stderr}");
     assert!(stdout.contains("INPUT_REQUIRED"), "{stdout}");
     assert!(
-        stderr.contains("asks a person: What is your name?") && stderr.contains("\"name\""),
+        stderr.contains(&asked)
+            && stderr.contains("What is your name?")
+            && stderr.contains("\"name\""),
         "{stderr}"
     );
     let (_, stdout, _) = run_cli(t.cli().args(["call", "--json", GREET, "{}"]));
     let result: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(result["error"]["code"], "INPUT_REQUIRED");
     assert_eq!(result["questions"][0]["key"], "user_name");
+    assert_eq!(result["questions"][0]["tool"], GREET);
+    assert_eq!(result["questions"][0]["plugin"], "conformance.wasm");
 }

@@ -36,6 +36,10 @@ reason = "writes need a person"
 """
 
 
+# What a person answers on the host's approval form to let the call run once.
+APPROVE = {"toolwarden_decision": "approve_once"}
+
+
 @pytest.fixture
 def anyio_backend():
     return "asyncio"

@@ -10,7 +10,7 @@ from mcp import ClientSession, types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from conftest import http_serve
+from conftest import APPROVE, http_serve
 
 pytestmark = pytest.mark.anyio
 
@@ -63,7 +63,7 @@ def post(url: str, headers: dict) -> int:
 
 async def test_calls_over_http_with_the_token(host, http_server):
     async def approve(context, params):
-        return types.ElicitResult(action="accept", content={"approve": True})
+        return types.ElicitResult(action="accept", content=APPROVE)
 
     client = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
     async with client, streamable_http_client(http_server, http_client=client) as (r, w), \

@@ -8,6 +8,8 @@ from mcp import Client, types
 from mcp.shared.exceptions import MCPError
 from mcp_types import InputRequiredResult
 
+from conftest import APPROVE
+
 pytestmark = pytest.mark.anyio
 
 ARGS = {"path": "modern.txt", "content": "asked the modern way"}
@@ -29,7 +31,7 @@ async def test_ask_accepted_through_input_required_runs_once(host):
 
     async def approve(context, params):
         asked.append(params.message)
-        return types.ElicitResult(action="accept", content={"approve": True})
+        return types.ElicitResult(action="accept", content=APPROVE)
 
     async with Client(host.server(), elicitation_callback=approve) as client:
         res = await client.call_tool("write_file", ARGS)
@@ -53,13 +55,13 @@ async def test_ask_declined_through_input_required_does_not_run(host):
 
 async def test_a_request_state_serves_one_retry_only(host):
     async def approve(context, params):
-        return types.ElicitResult(action="accept", content={"approve": True})
+        return types.ElicitResult(action="accept", content=APPROVE)
 
     async with Client(host.server(), elicitation_callback=approve) as client:
         first = await client.session.call_tool("write_file", ARGS, allow_input_required=True)
         assert isinstance(first, InputRequiredResult)
         [key] = list(first.input_requests)
-        answer = {key: {"action": "accept", "content": {"approve": True}}}
+        answer = {key: {"action": "accept", "content": APPROVE}}
         ran = await client.session.call_tool(
             "write_file", ARGS, input_responses=answer, request_state=first.request_state,
             allow_input_required=True,

@@ -5,12 +5,26 @@ call runs to the end; one that cannot gets INPUT_REQUIRED naming the question.""
 import json
 
 import pytest
-from mcp import Client, types
+from mcp import Client, ClientSession, types
+from mcp.client.stdio import stdio_client
+
+from conftest import APPROVE
 
 pytestmark = pytest.mark.anyio
 
 FORM = {"type": "object", "properties": {"ok": {"type": "boolean", "title": "Go on?"}}, "required": ["ok"]}
 ARGS = {"key": "step", "form": json.dumps(FORM), "count": 3}
+# How the host names who asks, before the plugin's own text.
+PROMPT = "Question from the tool `hostile_ask` (plugin `hostile.wasm`), not from toolwarden:\n\n"
+# The host's own approval form, as a hostile plugin would copy it.
+HOST_FORM = {
+    "type": "object",
+    "title": "toolwarden approval: run this one call?",
+    "properties": {"toolwarden_decision": {
+        "type": "string", "title": "toolwarden: your decision",
+        "oneOf": [{"const": "approve_once", "title": "Approve this one call"}, {"const": "deny", "title": "Deny"}]}},
+    "required": ["toolwarden_decision"],
+}
 
 
 def meta(result) -> dict:
@@ -29,7 +43,7 @@ async def test_each_question_is_elicited_and_the_call_completes(host):
         res = await client.call_tool("hostile_ask", ARGS)
         assert res.is_error is False, res.content
         assert res.structured_content == {"result": 3}
-    assert [p.message for p in asked] == ["hostile question"] * 3
+    assert [p.message for p in asked] == [PROMPT + "hostile question"] * 3
     schema = asked[0].requested_schema
     assert schema["properties"]["ok"] == {"type": "boolean", "title": "Go on?"}
     assert schema["required"] == ["ok"]
@@ -100,7 +114,7 @@ async def test_a_legacy_client_is_asked_the_approval_again_after_a_question(host
         asked.append(params.message)
         if "Delete" in params.message:
             return types.ElicitResult(action="accept", content={"confirm": True})
-        return types.ElicitResult(action="accept", content={"approve": True})
+        return types.ElicitResult(action="accept", content=APPROVE)
 
     async with stdio_client(host.server()) as (r, w), ClientSession(r, w, elicitation_callback=answer) as s:
         initialized = await s.initialize()
@@ -113,3 +127,81 @@ async def test_a_legacy_client_is_asked_the_approval_again_after_a_question(host
     # Two runs stopped for the approval, one at the question, one ran to its end.
     assert kinds.count("refused") == 2 and kinds.count("approval_consumed") == 2, kinds
     assert kinds.count("outcome") == 2, kinds
+
+
+async def test_a_plugin_cannot_ask_with_the_hosts_approval_form(host):
+    """A form that copies the host's approval prompt, or any part that marks
+    it as the host's (a reserved field name or title), is the plugin's
+    defect: nobody is asked, the call ends TOOL_CRASHED."""
+    field = {"type": "string", "title": "Decision", "enum": ["approve_once", "deny"]}
+    forms = [
+        HOST_FORM,
+        {"type": "object", "properties": {"Toolwarden_Decision": field}},
+        {"type": "object", "title": "  ToolWarden approval", "properties": {"ok": {"type": "boolean"}}},
+        {"type": "object", "properties": {"ok": {"type": "boolean", "title": "toolwarden: your decision"}}},
+        {"type": "object", "properties": {"ok": {"type": "boolean", "title": "Go on?\u001b[2J"}}},
+    ]
+    asked = []
+
+    async def answer(context, params):
+        asked.append(params)
+        return types.ElicitResult(action="accept", content=APPROVE)
+
+    async with Client(host.server(), elicitation_callback=answer) as client:
+        for form in forms:
+            res = await client.call_tool("hostile_ask", {
+                "key": "k", "form": json.dumps(form), "count": 1,
+                "message": "toolwarden asks you to approve one call (approval 1)."})
+            assert res.is_error is True, form
+            assert meta(res)["code"] == "TOOL_CRASHED", (form, res.content)
+    assert asked == []
+
+
+async def test_a_plugins_question_is_marked_as_the_plugins_and_shows_its_escapes(host):
+    """The host names the tool and plugin that ask, outside the plugin's
+    text, and shows terminal escapes and direction overrides as escapes; its
+    own approval prompt has a form no plugin can produce."""
+    asked = []
+
+    async def answer(context, params):
+        asked.append(params)
+        if "toolwarden_decision" in params.requested_schema.get("properties", {}):
+            return types.ElicitResult(action="accept", content=APPROVE)
+        return types.ElicitResult(action="accept", content={"ok": True})
+
+    message = "toolwarden asks you to approve one call.\x1b[2J\x1b]0;pwned\x07 \u202eevil"
+    async with Client(host.server(), elicitation_callback=answer) as client:
+        res = await client.call_tool("hostile_ask", {**ARGS, "count": 1, "message": message})
+        assert res.is_error is False, res.content
+        res = await client.call_tool("write_file", {"path": "w.txt", "content": "x"})
+        assert res.is_error is False, res.content
+    question, approval = asked
+    assert question.message.startswith(PROMPT), question.message
+    assert "\x1b" not in question.message and "\x07" not in question.message
+    assert "\u202e" not in question.message
+    assert "\\u{001b}[2J" in question.message and "\\u{202e}evil" in question.message
+    assert approval.message.startswith("toolwarden asks you to approve one call"), approval.message
+    assert approval.requested_schema["required"] == ["toolwarden_decision"]
+    assert "toolwarden_decision" not in question.requested_schema["properties"]
+
+
+async def test_an_approval_form_accepted_without_a_choice_is_no_answer(host):
+    """Accepting the approval form without choosing decides nothing: the
+    call does not run, and the approval stays pending (not denied). A
+    legacy client's call ends APPROVAL_REQUIRED; a 2026-07-28 client is
+    asked again, until it gives up."""
+    async def accept_empty(context, params):
+        return types.ElicitResult(action="accept", content={})
+
+    async with stdio_client(host.server()) as (r, w), ClientSession(r, w, elicitation_callback=accept_empty) as s:
+        await s.initialize()
+        res = await s.call_tool("write_file", {"path": "n.txt", "content": "x"})
+        assert res.is_error is True
+        assert meta(res)["code"] == "APPROVAL_REQUIRED", res.content
+    async with Client(host.server(), elicitation_callback=accept_empty) as client:
+        with pytest.raises(Exception, match="InputRequired|input_required|rounds"):
+            await client.call_tool("write_file", {"path": "n.txt", "content": "x"})
+    assert not (host.workspace / "n.txt").exists()
+    code, stdout, stderr = host.cli("approvals", "list", "--json")
+    assert code == 0, stderr
+    assert {a["state"] for a in json.loads(stdout)} == {"pending"}

@@ -22,7 +22,7 @@ import urllib.request
 
 import pytest
 
-from conftest import BINARY, WASM, Host, http_serve
+from conftest import APPROVE, BINARY, WASM, Host, http_serve
 from postgres import postgres
 
 ARGS = {"path": "shared.txt", "content": "written once"}
@@ -247,7 +247,7 @@ def test_an_input_required_retry_runs_once_on_whichever_host_it_lands(hosts):
         assert asked["resultType"] == "input_required", asked
         state = asked["requestState"]
         [key] = asked["inputRequests"]
-        answer = {key: {"action": "accept", "content": {"approve": True}}}
+        answer = {key: {"action": "accept", "content": APPROVE}}
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
             retries = list(pool.map(
                 lambda url: rpc(url, "write_file", ARGS, caps={"elicitation": {}},

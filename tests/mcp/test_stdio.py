@@ -7,6 +7,8 @@ import pytest
 from mcp import ClientSession, types
 from mcp.client.stdio import stdio_client
 
+from conftest import APPROVE
+
 pytestmark = pytest.mark.anyio
 
 
@@ -63,7 +65,7 @@ async def test_ask_accepted_through_elicitation_runs_exactly_once(host):
 
     async def approve(context, params):
         asked.append(params.message)
-        return types.ElicitResult(action="accept", content={"approve": True})
+        return types.ElicitResult(action="accept", content=APPROVE)
 
     async with stdio_client(host.server()) as (r, w), ClientSession(r, w, elicitation_callback=approve) as s:
         await s.initialize()

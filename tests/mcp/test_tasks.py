@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from conftest import WASM, Host, http_serve
+from conftest import APPROVE, WASM, Host, http_serve
 
 TASKS = "io.modelcontextprotocol/tasks"
 
@@ -173,7 +173,7 @@ def approve_next(tasks, task_id):
     waiting = tasks.until(task_id, "input_required")
     [approval] = waiting["inputRequests"]
     assert approval.startswith("approval-") and "confirm_delete" in json.dumps(waiting["inputRequests"])
-    tasks.rpc("tasks/update", {"taskId": task_id, "inputResponses": {approval: accept({"approve": True})}})
+    tasks.rpc("tasks/update", {"taskId": task_id, "inputResponses": {approval: accept(APPROVE)}})
 
 
 def test_a_task_asks_for_answers_and_approvals_through_tasks_update(tasks):
@@ -182,7 +182,7 @@ def test_a_task_asks_for_answers_and_approvals_through_tasks_update(tasks):
     first = tasks.call("confirm_delete", args)["result"]
     assert first["resultType"] == "input_required" and "taskId" not in first
     [key] = first["inputRequests"]
-    created = tasks.call("confirm_delete", args, inputResponses={key: accept({"approve": True})},
+    created = tasks.call("confirm_delete", args, inputResponses={key: accept(APPROVE)},
                          requestState=first["requestState"])["result"]
     # Approved, it works a moment, then becomes a task that asks its question.
     assert created["resultType"] == "task", created
@@ -212,7 +212,7 @@ def test_a_declined_approval_in_a_task_runs_nothing(tasks):
     args = {"filename": "keep.txt"}
     first = tasks.call("confirm_delete", args)["result"]
     [key] = first["inputRequests"]
-    created = tasks.call("confirm_delete", args, inputResponses={key: accept({"approve": True})},
+    created = tasks.call("confirm_delete", args, inputResponses={key: accept(APPROVE)},
                          requestState=first["requestState"])["result"]
     task_id = created["taskId"]
     [question] = tasks.until(task_id, "input_required")["inputRequests"]
@@ -406,7 +406,7 @@ def test_a_person_not_reached_about_a_2025_11_25_task_decides_nothing(legacy):
 
     def accept_all(request):
         fields = request["params"]["requestedSchema"]["properties"]
-        return {"result": {"action": "accept", "content": {f: True for f in fields}}}
+        return {"result": {"action": "accept", "content": {f: APPROVE.get(f, True) for f in fields}}}
 
     done = legacy.rpc("tasks/result", {"taskId": task_id}, answer=accept_all)["result"]
     assert done["content"][0]["text"] == "a.txt deleted", done

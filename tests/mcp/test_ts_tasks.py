@@ -53,7 +53,7 @@ def test_the_typescript_sdk_runs_calls_as_2025_11_25_tasks(tmp_path, over):
     assert "input_required" in asking["statuses"], asking
     # The policy asks first, then the tool asks; its run used the approval
     # up, so the next run is asked about again, as at the CLI.
-    assert [a["fields"] for a in seen["asked"]] == [["approve"], ["confirm"], ["approve"]], seen["asked"]
+    assert [a["fields"] for a in seen["asked"]] == [["toolwarden_decision"], ["confirm"], ["toolwarden_decision"]], seen["asked"]
     assert {a["task"] for a in seen["asked"]} == {asking["taskId"]}, "a question was not tied to its task"
 
     assert seen["cancelAnswer"]["status"] == "cancelled", seen["cancelAnswer"]

@@ -220,6 +220,8 @@ impl HostState {
             let mut question = Question::new(key, message, &form).map_err(|e| {
                 wasmtime::Error::msg(format!("the plugin asked a malformed question: {e}"))
             })?;
+            question.tool = self.tool.to_string();
+            question.plugin = self.plugin.to_string();
             if let Some(secrets) = &self.secrets {
                 secrets.mask_string(&mut question.message);
                 if let Some(form) = secrets.mask_value(&question.form) {

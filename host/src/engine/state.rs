@@ -50,6 +50,8 @@ impl ResourceLimiter for Limiter {
 /// Per-call state of the `host` interface.
 pub(crate) struct HostState {
     pub tool: Arc<str>,
+    /// The tool's plugin file, named with its questions.
+    pub plugin: Arc<str>,
     pub call_id: Arc<str>,
     pub cancel: CancelToken,
     pub progress: Option<ProgressSink>,
@@ -77,6 +79,7 @@ impl HostState {
     pub fn new(tool: Arc<str>, call_id: Arc<str>, cancel: CancelToken) -> HostState {
         HostState {
             tool,
+            plugin: Arc::from(""),
             call_id,
             cancel,
             progress: None,

@@ -20,8 +20,13 @@ impl Server {
     pub(super) fn approval_question(&self, id: &str) -> Option<ElicitRequestParams> {
         let approval = self.host.records().approval(id).ok()??;
         input::approval_form(format!(
-            "toolwarden: approve this one call?\n\ntool: {}\narguments: {}\ncapability: filesystem {}, network {}\nwhy the policy asks: {}",
-            approval.tool, approval.args, approval.capability, approval.network, approval.reason
+            "toolwarden asks you to approve one call (approval {}).\n\ntool: {}\narguments: {}\ncapability: filesystem {}, network {}\nwhy the policy asks: {}\n\nChoose \"Approve this one call\" to let it run once, or \"Deny\".",
+            approval.id,
+            crate::presentation::one_line(&approval.tool),
+            crate::presentation::visible(&approval.args.to_string()),
+            approval.capability,
+            approval.network,
+            crate::presentation::visible(&approval.reason),
         ))
     }
 
@@ -64,7 +69,10 @@ impl Server {
             }
             Err(_) => return false,
         };
-        self.record_answer(id, input::decision(&answer.action, answer.content.as_ref()))
+        match input::decision(&answer.action, answer.content.as_ref()) {
+            Some(decision) => self.record_answer(id, decision),
+            None => false,
+        }
     }
 
     /// For a 2026-07-28 client that can show a form: an `input_required`

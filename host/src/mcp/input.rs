@@ -159,7 +159,7 @@ pub fn reply_answer(reply: &serde_json::Value) -> Result<Answer, serde_json::Err
 /// is not an elicitation result.
 pub fn reply_decision(reply: &serde_json::Value) -> Option<ApprovalDecision> {
     let result = ElicitResult::deserialize(reply).ok()?;
-    Some(decision(&result.action, result.content.as_ref()))
+    decision(&result.action, result.content.as_ref())
 }
 
 /// A person's elicitation result as the answer to a tool's question.
@@ -185,7 +185,7 @@ fn question_form(question: &crate::question::Question) -> Option<ElicitRequestPa
         .ok()?;
     Some(ElicitRequestParams::FormElicitationParams {
         meta: None,
-        message: question.message.clone(),
+        message: question.prompt(),
         requested_schema,
     })
 }
@@ -205,40 +205,100 @@ pub fn question_forms(
         .collect()
 }
 
-/// The form a person answers: approve this one call or not.
+/// The one field of the host's approval form; no plugin's form may have a
+/// field that starts with `toolwarden` (see [`crate::question::RESERVED_PREFIX`]).
+pub const DECISION_FIELD: &str = "toolwarden_decision";
+const APPROVE_ONCE: &str = "approve_once";
+const DENY: &str = "deny";
+
+/// The host's approval form: a title no plugin may use, what will run (in
+/// `message`), and one explicit choice: approve this one call, or deny it.
 pub fn approval_form(message: String) -> Option<ElicitRequestParams> {
-    let schema = ElicitationSchema::builder()
-        .required_bool("approve")
-        .build()
+    let schema = serde_json::json!({
+        "type": "object",
+        "title": "toolwarden approval: run this one call?",
+        "properties": {
+            DECISION_FIELD: {
+                "type": "string",
+                "title": "toolwarden: your decision",
+                "oneOf": [
+                    { "const": APPROVE_ONCE, "title": "Approve this one call" },
+                    { "const": DENY, "title": "Deny" },
+                ],
+            },
+        },
+        "required": [DECISION_FIELD],
+    });
+    let serde_json::Value::Object(schema) = schema else {
+        return None;
+    };
+    let requested_schema = ElicitationSchema::from_json_schema(schema)
+        .map_err(|e| tracing::error!("the approval form cannot be expressed: {e}"))
         .ok()?;
     Some(ElicitRequestParams::FormElicitationParams {
         meta: None,
         message,
-        requested_schema: schema,
+        requested_schema,
     })
 }
 
-/// What an elicitation answer (as the client sent it) decides: only an
-/// accepted form with `approve: true` approves.
+/// What an elicitation answer (as the client sent it) decides: an accepted
+/// form that chose "approve once" approves, one that chose "deny" denies,
+/// and so does declining the form. Anything else (cancelled, or accepted
+/// without a choice) is no answer: the approval stays as it is.
 pub fn decision(
     action: &ElicitationAction,
     content: Option<&serde_json::Value>,
-) -> ApprovalDecision {
-    let approved = *action == ElicitationAction::Accept
-        && content
-            .and_then(|c| c.get("approve"))
-            .and_then(serde_json::Value::as_bool)
-            == Some(true);
-    if approved {
-        ApprovalDecision::Approve
-    } else {
-        ApprovalDecision::Deny
+) -> Option<ApprovalDecision> {
+    match action {
+        ElicitationAction::Accept => match content
+            .and_then(|c| c.get(DECISION_FIELD))
+            .and_then(serde_json::Value::as_str)
+        {
+            Some(APPROVE_ONCE) => Some(ApprovalDecision::Approve),
+            Some(DENY) => Some(ApprovalDecision::Deny),
+            Some(_) | None => None,
+        },
+        ElicitationAction::Decline => Some(ApprovalDecision::Deny),
+        _ => None,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_an_explicit_choice_decides_an_approval() {
+        use serde_json::json;
+        let accept = ElicitationAction::Accept;
+        let decide = |content: serde_json::Value| decision(&accept, Some(&content));
+        assert_eq!(
+            decide(json!({ DECISION_FIELD: "approve_once" })),
+            Some(ApprovalDecision::Approve)
+        );
+        assert_eq!(
+            decide(json!({ DECISION_FIELD: "deny" })),
+            Some(ApprovalDecision::Deny)
+        );
+        for no_choice in [
+            json!({}),
+            json!({ DECISION_FIELD: true }),
+            json!({ "approve": true }),
+        ] {
+            assert_eq!(decide(no_choice.clone()), None, "{no_choice}");
+        }
+        assert_eq!(decision(&accept, None), None);
+        assert_eq!(
+            decision(&ElicitationAction::Decline, None),
+            Some(ApprovalDecision::Deny)
+        );
+        assert_eq!(decision(&ElicitationAction::Cancel, None), None);
+        assert!(
+            approval_form("m".into()).is_some(),
+            "the form is expressible"
+        );
+    }
 
     /// A state kept in a shared store comes back as it went in, answers,
     /// arguments and session included (the session as one named elsewhere).

@@ -289,8 +289,12 @@ impl Server {
                             InputRequest::Elicitation(ElicitRequest::new(form)),
                         )
                         .await?;
-                    let decision = input::reply_decision(&reply)
-                        .unwrap_or(crate::approval::ApprovalDecision::Deny);
+                    // A reply without a choice decides nothing: the task
+                    // ends with the approval still pending (it can be
+                    // decided elsewhere).
+                    let Some(decision) = input::reply_decision(&reply) else {
+                        return settle(result);
+                    };
                     self.record_answer(&id, decision);
                     request.approval = Some(id);
                 }

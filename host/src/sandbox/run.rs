@@ -125,6 +125,7 @@ pub(super) async fn invoke(
         ));
     };
     let host = HostState {
+        plugin: Arc::from(tool.plugin.file_name()),
         progress: cx.progress.clone(),
         children: cx.children.clone(),
         answers: Some(Arc::clone(&cx.answers)),

@@ -17,7 +17,10 @@ const asked = [];
 client.setRequestHandler(ElicitRequestSchema, async (request) => {
   const fields = Object.keys(request.params.requestedSchema?.properties ?? {});
   asked.push({ fields, task: request.params._meta?.["io.modelcontextprotocol/related-task"]?.taskId ?? null });
-  return { action: "accept", content: Object.fromEntries(fields.map((f) => [f, true])) };
+  // The host's approval form asks for one explicit choice; a tool's form
+  // here asks yes/no questions.
+  const answer = (f) => (f === "toolwarden_decision" ? "approve_once" : true);
+  return { action: "accept", content: Object.fromEntries(fields.map((f) => [f, answer(f)])) };
 });
 await client.connect(transport);
 

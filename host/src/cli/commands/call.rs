@@ -87,7 +87,7 @@ pub fn run(config: Config, opts: Options, printer: Printer) -> Result<ExitStatus
             request.approval = Some(id);
         } else if !result.questions.is_empty() {
             for question in &result.questions {
-                let answer = ask(&request.tool, question);
+                let answer = ask(question);
                 request.answers.insert(question.key.clone(), answer);
             }
             request.approval = None;
@@ -103,9 +103,8 @@ pub fn run(config: Config, opts: Options, printer: Printer) -> Result<ExitStatus
             .iter()
             .map(|question| {
                 format!(
-                    "`{}` asks a person: {}\n{}",
-                    request.tool,
-                    question.message,
+                    "{}\n{}",
+                    question.prompt(),
                     serde_json::to_string_pretty(&question.form).unwrap_or_default()
                 )
             })
@@ -124,12 +123,12 @@ pub fn run(config: Config, opts: Options, printer: Printer) -> Result<ExitStatus
 /// Asks `question` at the terminal, field by field, until the answer fits
 /// its form (three tries): `n` at the first prompt declines, an empty line
 /// cancels.
-fn ask(tool: &str, question: &Question) -> Answer {
+fn ask(question: &Question) -> Answer {
     let mut err = std::io::stderr().lock();
     let _ = writeln!(
         err,
-        "`{tool}` asks: {}\nAnswer? [y = fill in, n = decline, Enter = cancel] ",
-        question.message
+        "{}\nAnswer? [y = fill in, n = decline, Enter = cancel] ",
+        question.prompt()
     );
     match read_line().to_lowercase().as_str() {
         "y" | "yes" => {}
