@@ -114,6 +114,23 @@ impl Default for SessionId {
     }
 }
 
+/// Longest session name a caller may give.
+pub const MAX_SESSION_NAME: usize = 128;
+
+impl SessionId {
+    /// Whether `name` may name a session where a caller gives one (an MCP
+    /// request's `_meta`, `--session`): 1 to [`MAX_SESSION_NAME`] letters,
+    /// digits, `.`, `_`, `:` or `-`, so it cannot smuggle anything into the
+    /// logs, the audit or a listing that shows it.
+    pub fn is_valid_name(name: &str) -> bool {
+        !name.is_empty()
+            && name.len() <= MAX_SESSION_NAME
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b))
+    }
+}
+
 impl From<String> for SessionId {
     fn from(id: String) -> Self {
         SessionId {

@@ -236,6 +236,7 @@ mod tests {
                 PluginError::Conflict { .. } => 11,
                 PluginError::UndeclaredNetwork { .. } => 22,
                 PluginError::Unproven { .. } => 23,
+                PluginError::FileName => 24,
             },
             Error::Directory { .. } => 12,
             Error::StateInWorkspace { .. } => 13,
@@ -349,6 +350,7 @@ mod tests {
                 reason: "r".into(),
                 fix: "f".into(),
             }),
+            plugin(PluginError::FileName),
         ]
     }
 
@@ -378,7 +380,8 @@ mod tests {
         audit: AUDIT\n\
         scaffold: SCAFFOLD\n\
         undeclared network: PLUGIN_INVALID\n\
-        unproven: PLUGIN_INVALID\n";
+        unproven: PLUGIN_INVALID\n\
+        file name: PLUGIN_INVALID\n";
 
     #[test]
     fn every_host_error_has_a_stable_code_and_a_hint() {

@@ -73,6 +73,7 @@ mod spec;
 mod store;
 mod turn;
 mod validation;
+mod web_origin;
 mod when;
 mod workspace;
 

@@ -26,6 +26,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "profile",
             "private_file",
             "console_url",
+            "web_origin",
             "provenance",
             "real_path",
             "call",

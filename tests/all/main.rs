@@ -22,6 +22,7 @@ mod json_schema_suite;
 mod limits;
 mod links;
 mod mcp;
+mod names;
 mod network;
 mod paths;
 mod pipeline;

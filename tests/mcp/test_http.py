@@ -85,6 +85,31 @@ async def test_http_without_the_token_or_with_a_foreign_host_is_refused(http_ser
     assert post(http_server, {"Authorization": f"Bearer {TOKEN}"}) == 200
 
 
+def get(url: str, headers: dict) -> int:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=10) as response:
+            return response.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+async def test_a_request_from_a_foreign_web_origin_is_refused_everywhere(http_server):
+    """A browser page elsewhere (or an opaque origin) reaches neither /mcp nor
+    the console, token or not: 403 as the MCP transport spec says. The
+    server's own origins, and requests without one, go on."""
+    own = http_server.removesuffix("/mcp")
+    console = own + "/console/login"
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    for origin in ["http://evil.example", "null", "http://127.0.0.1:1", own + ".evil.example"]:
+        assert post(http_server, {**auth, "Origin": origin}) == 403, origin
+        assert get(console, {"Origin": origin}) == 403, origin
+    port = own.rsplit(":", 1)[1]
+    for origin in [own, f"http://localhost:{port}"]:
+        assert post(http_server, {**auth, "Origin": origin}) == 200, origin
+        assert get(console, {"Origin": origin}) == 200, origin
+    assert get(console, {}) == 200
+
+
 
 def test_a_dropped_http_request_stops_the_running_component(host, http_server):
     """A 2026-07-28 request is self-contained: when its client goes away, the

@@ -116,7 +116,7 @@ pub enum Command {
         #[arg(long)]
         json: bool,
         /// The agent session the turn belongs to [default: a fresh one]
-        #[arg(long, value_name = "ID")]
+        #[arg(long, value_name = "ID", value_parser = session_name)]
         session: Option<String>,
         #[command(flatten)]
         profile: ProfileArg,
@@ -144,7 +144,7 @@ pub enum Command {
         json: bool,
         /// The agent session the call belongs to [default: a fresh one, or the
         /// approval's session with --approval]
-        #[arg(long, value_name = "ID")]
+        #[arg(long, value_name = "ID", value_parser = session_name)]
         session: Option<String>,
         /// Consume this approved approval (see `toolwarden approvals`)
         #[arg(long, value_name = "ID")]
@@ -367,6 +367,10 @@ pub struct ListenArgs {
     /// Another `Host` header value to accept (loopback names always are)
     #[arg(long, value_name = "HOST")]
     pub allow_host: Vec<String>,
+    /// Another web origin whose pages may send requests (`https://host[:port]`;
+    /// the server's own origins and those of `--allow-host` always may)
+    #[arg(long, value_name = "ORIGIN")]
+    pub allow_origin: Vec<String>,
     /// Listen on a non-loopback address without a token (anyone who reaches it can call tools)
     #[arg(long)]
     pub insecure_no_auth: bool,
@@ -415,4 +419,17 @@ pub struct ConsoleArgs {
     pub addr: std::net::SocketAddr,
     #[command(flatten)]
     pub listen: ListenArgs,
+}
+
+/// A session name as `--session` takes it (see
+/// [`crate::call::SessionId::is_valid_name`]).
+fn session_name(text: &str) -> Result<String, String> {
+    if crate::call::SessionId::is_valid_name(text) {
+        Ok(text.to_owned())
+    } else {
+        Err(format!(
+            "a session name is 1 to {} letters, digits, `.`, `_`, `:` or `-`",
+            crate::call::MAX_SESSION_NAME
+        ))
+    }
 }

@@ -10,7 +10,8 @@
 //! strict Content-Security-Policy (scripts and styles only from the
 //! console itself, nothing inline, no framing); every request's `Host`
 //! must be a loopback name or one the operator allowed (a DNS-rebinding
-//! defence, as for `/mcp`); every state change is a POST carrying the
+//! defence, as for `/mcp`), and its `Origin`, if it has one, one of the
+//! server's own or one the operator allowed; every state change is a POST carrying the
 //! session's CSRF token. An approval decided here goes through the approval
 //! book like one decided with the CLI.
 //!
@@ -38,6 +39,8 @@ pub struct ConsoleOptions {
     pub token: Option<String>,
     /// Accepted `Host` header values besides loopback names.
     pub allowed_hosts: Vec<String>,
+    /// Accepted `Origin` header values (see [`crate::web_origin`]).
+    pub allowed_origins: Arc<crate::web_origin::AllowedOrigins>,
 }
 
 /// The console of one host.
@@ -174,6 +177,9 @@ pub fn router(host: Arc<Controller>, options: ConsoleOptions) -> Router {
         .route("/console/static/{name}", get(routes::asset))
         .merge(signed_in)
         .layer(middleware::from_fn(secure_headers))
+        .layer(middleware::from_fn(move |request: Request, next: Next| {
+            crate::web_origin::guard(Arc::clone(&options.allowed_origins), request, next)
+        }))
         .layer(middleware::from_fn_with_state(
             Arc::clone(&console),
             check_host,

@@ -16,8 +16,12 @@ use std::time::{Duration, Instant};
 pub const COOKIE: &str = "toolwarden_console";
 /// How long a session lasts from its login.
 pub const SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
-/// Sessions kept at once; the oldest goes when one more signs in, so a
-/// client that logs in again and again cannot grow the server.
+/// Sessions kept at once, so a client that logs in (or, on a console
+/// without a token, visits without a cookie) again and again cannot grow
+/// the server. Past it, one goes: first the oldest that was never used
+/// again after it was opened (what a flood of cookie-less requests
+/// leaves), then the one used longest ago; a person who keeps using the
+/// console is the last to go.
 pub const MAX_SESSIONS: usize = 64;
 
 /// One signed-in browser.
@@ -25,6 +29,17 @@ pub const MAX_SESSIONS: usize = 64;
 pub struct Session {
     pub csrf: String,
     made: Instant,
+    /// When its cookie last came back.
+    seen: Instant,
+    /// Its cookie came back at least once: a browser that keeps it.
+    returned: bool,
+}
+
+impl Session {
+    /// Which session goes first past the cap: the lowest key.
+    fn keep_rank(&self) -> (bool, Instant) {
+        (self.returned, self.seen)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -62,30 +77,36 @@ impl Sessions {
         if id.is_empty() || csrf.is_empty() {
             return None;
         }
+        let now = Instant::now();
         let session = Session {
             csrf,
-            made: Instant::now(),
+            made: now,
+            seen: now,
+            returned: false,
         };
         let mut live = self.live();
         live.retain(|_, s| s.made.elapsed() < SESSION_TTL);
         if live.len() >= MAX_SESSIONS
-            && let Some(oldest) = live
+            && let Some(first_to_go) = live
                 .iter()
-                .min_by_key(|(_, s)| s.made)
+                .min_by_key(|(_, s)| s.keep_rank())
                 .map(|(id, _)| id.clone())
         {
-            live.remove(&oldest);
+            live.remove(&first_to_go);
         }
         live.insert(id.clone(), session.clone());
         Some((id, session))
     }
 
-    /// The live session a cookie names.
+    /// The live session a cookie names, marked as used now.
     pub fn get(&self, id: &str) -> Option<Session> {
-        let live = self.live();
-        live.get(id)
-            .filter(|s| s.made.elapsed() < SESSION_TTL)
-            .cloned()
+        let mut live = self.live();
+        let session = live
+            .get_mut(id)
+            .filter(|s| s.made.elapsed() < SESSION_TTL)?;
+        session.returned = true;
+        session.seen = Instant::now();
+        Some(session.clone())
     }
 
     pub fn close(&self, id: &str) {
@@ -130,9 +151,38 @@ mod tests {
             sessions.open().unwrap();
         }
         assert_eq!(sessions.live().len(), MAX_SESSIONS);
-        assert!(sessions.get(&id).is_none(), "the oldest went first");
         assert!(!same_secret("", ""), "an empty secret never matches");
         assert!(same_secret("abc", "abc") && !same_secret("abd", "abc"));
+    }
+
+    #[test]
+    fn a_flood_of_new_sessions_evicts_unused_ones_before_a_person_who_uses_the_console() {
+        let sessions = Sessions::default();
+        let (person, _) = sessions.open().unwrap();
+        assert!(sessions.get(&person).is_some(), "the person came back once");
+        let (idle, _) = sessions.open().unwrap();
+        for _ in 0..10 * MAX_SESSIONS {
+            sessions.open().unwrap();
+        }
+        assert!(
+            sessions.get(&person).is_some(),
+            "cookie-less visits evicted a session in use"
+        );
+        assert!(
+            sessions.get(&idle).is_none(),
+            "a session never used again went"
+        );
+        assert_eq!(sessions.live().len(), MAX_SESSIONS);
+        // Sessions that are all in use go least recently used first.
+        let used: Vec<String> = (0..MAX_SESSIONS)
+            .map(|_| {
+                let (id, _) = sessions.open().unwrap();
+                sessions.get(&id);
+                id
+            })
+            .collect();
+        assert!(sessions.get(&person).is_none(), "{}", used.len());
+        assert!(sessions.get(&used[1]).is_some());
     }
 
     #[test]

@@ -52,6 +52,15 @@ pub enum Source {
 impl Source {
     /// `oci://REGISTRY/REPO:TAG`, `oci://REGISTRY/REPO@sha256:...`, or a path.
     pub fn parse(text: &str) -> Result<Source, DistributionError> {
+        if crate::presentation::has_control(text) {
+            return Err(fail(
+                format!(
+                    "`{}` holds control characters or direction overrides",
+                    crate::presentation::one_line(text)
+                ),
+                "give the reference or path as plain text",
+            ));
+        }
         match text.strip_prefix("oci://") {
             Some(rest) => rest.parse::<Reference>().map(Source::Registry).map_err(|e| {
                 fail(
@@ -191,10 +200,17 @@ pub async fn download(
             )
         })?,
     };
-    if !file_name.ends_with(".wasm") || file_name.contains('/') || file_name.starts_with('.') {
+    if !file_name.ends_with(".wasm")
+        || file_name.contains('/')
+        || file_name.starts_with('.')
+        || crate::presentation::has_control(&file_name)
+    {
         return Err(fail(
-            format!("`{file_name}` is not a plugin file name"),
-            "use --name NAME.wasm",
+            format!(
+                "`{}` is not a plugin file name",
+                crate::presentation::one_line(&file_name)
+            ),
+            "use --name NAME.wasm (letters, digits, `-`, `_` and `.`; no control characters)",
         ));
     }
     let fetched = fetch(&source, access, progress).await?;

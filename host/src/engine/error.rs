@@ -51,6 +51,9 @@ pub enum PluginError {
 
     #[error("its origin is not proven: {reason}")]
     Unproven { reason: String, fix: String },
+
+    #[error("its file name holds control characters or direction overrides")]
+    FileName,
 }
 
 impl PluginError {
@@ -86,6 +89,11 @@ impl PluginError {
                 "rename `{tool}` in the new plugin, or remove the plugin that serves it first"
             ),
             PluginError::Unproven { fix, .. } => fix.clone(),
+            PluginError::FileName => {
+                "rename the file to a plain name, e.g. `tool.wasm`: a newline or an escape in \
+                 it would forge what `list` and the logs print"
+                    .into()
+            }
             PluginError::UndeclaredNetwork { .. } => {
                 "declare the origins the tool reaches in its spec (`network` in \
                  `toolwarden:tool@0.2.0`, `.network(&[...])` in the Rust SDK); a plugin that \

@@ -3,7 +3,8 @@
 //! Each MCP session gets its own [`Server`] (one toolwarden session); the
 //! plugin watcher and the list of peers to notify are shared. The `Host`
 //! header must name an allowed host (rmcp checks it: a DNS-rebinding
-//! defence), and when a token is configured every request needs
+//! defence), an `Origin` header an allowed origin (403 otherwise, as the
+//! transport spec says; see [`crate::web_origin`]), and when a token is configured every request needs
 //! `Authorization: Bearer <token>`. Listening beyond loopback without a
 //! token is refused unless the operator says `--insecure-no-auth`. Open
 //! sessions are capped (`[mcp] max_sessions`: an `initialize` over the cap
@@ -41,6 +42,9 @@ pub struct HttpOptions {
     pub token: Option<String>,
     /// Accepted `Host` header values (besides loopback names).
     pub allowed_hosts: Vec<String>,
+    /// Accepted `Origin` header values (a request without one is not a
+    /// browser's and is not held to them).
+    pub allowed_origins: Arc<crate::web_origin::AllowedOrigins>,
     /// Allows a non-loopback address without a token.
     pub exposure: Exposure,
     /// The profile every session runs under, whatever requests declare.
@@ -291,6 +295,12 @@ pub async fn serve(
             move |request: Request, next: Next| require_token(Arc::clone(&token), request, next),
         ));
     }
+    let origins = Arc::clone(&options.allowed_origins);
+    router = router.layer(axum::middleware::from_fn(
+        move |request: Request, next: Next| {
+            crate::web_origin::guard(Arc::clone(&origins), request, next)
+        },
+    ));
     let router = router.merge(beside);
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
@@ -341,6 +351,7 @@ mod tests {
             addr: addr.parse().unwrap(),
             token: token.map(str::to_owned),
             allowed_hosts: vec![],
+            allowed_origins: Default::default(),
             exposure,
             profile: None,
         }

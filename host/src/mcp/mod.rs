@@ -41,7 +41,7 @@ pub fn tool_json(spec: &crate::spec::ToolSpec) -> serde_json::Value {
     serde_json::to_value(convert::tool(spec)).unwrap_or_default()
 }
 
-use crate::call::{CallRequest, RawArgs, SessionId};
+use crate::call::{CallRequest, MAX_SESSION_NAME, RawArgs, SessionId};
 use crate::controller::Controller;
 use crate::outcome::ErrorCode;
 use rmcp::model::{
@@ -84,9 +84,6 @@ pub const PROFILE_META: &str = "toolwarden/profile";
 /// connection's: a client that spreads its calls over connections (or over
 /// hosts sharing a store) keeps one budget and one duplicate guard.
 pub const SESSION_META: &str = "toolwarden/session";
-
-/// Longest session name a request may declare.
-const MAX_SESSION_NAME: usize = 128;
 
 impl Server {
     /// A stdio connection whose long calls go on on the runtime `calls`
@@ -133,8 +130,11 @@ impl Server {
         if let Some(pinned) = &self.profile {
             return Some(Arc::clone(pinned));
         }
+        // Shown in refusals and kept in the audit: written as one line, so
+        // a newline or an escape in it reaches nobody as such (a defined
+        // profile's name has none, so it still fails closed).
         meta.0.get(PROFILE_META).map(|declared| match declared {
-            serde_json::Value::String(name) => Arc::from(name.as_str()),
+            serde_json::Value::String(name) => Arc::from(crate::presentation::one_line(name)),
             other => Arc::from(other.to_string()),
         })
     }
@@ -147,15 +147,7 @@ impl Server {
             return Ok(self.session.clone());
         };
         match declared.as_str() {
-            Some(name)
-                if !name.is_empty()
-                    && name.len() <= MAX_SESSION_NAME
-                    && name
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b)) =>
-            {
-                Ok(SessionId::from(name.to_owned()))
-            }
+            Some(name) if SessionId::is_valid_name(name) => Ok(SessionId::from(name.to_owned())),
             _ => Err(McpError::invalid_params(
                 format!(
                     "toolwarden: `_meta.{SESSION_META}` must be a string of 1 to \

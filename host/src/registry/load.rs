@@ -43,7 +43,7 @@ impl fmt::Display for LoadFailure {
         write!(
             f,
             "plugin `{}` was not loaded: {}",
-            self.file.display(),
+            crate::presentation::one_line(&self.file.display().to_string()),
             self.error
         )
     }
@@ -106,6 +106,10 @@ pub(super) fn load_one(
     file: &Path,
     engine: &Engine,
 ) -> Result<(Arc<Plugin>, Vec<Tool>), PluginError> {
+    let name = file.file_name().map(|n| n.to_string_lossy());
+    if name.is_none_or(|name| crate::presentation::has_control(&name)) {
+        return Err(PluginError::FileName);
+    }
     let size = std::fs::metadata(file).map_err(PluginError::Read)?.len();
     if size > MAX_PLUGIN_BYTES {
         return Err(PluginError::TooLarge {

@@ -209,19 +209,22 @@ pub fn list(config: &Config, json: bool, printer: Printer) -> Result<ExitStatus,
     if lock.plugins.is_empty() {
         printer.out("no installed plugins (plugins.lock is empty)");
     }
+    // Each field on one line whatever the lock file holds: a name with a
+    // newline would print a row of its own.
+    use crate::presentation::one_line;
     for p in &lock.plugins {
         let present = config.plugins_dir().join(&p.file).exists();
         printer.out(format!(
             "{}  {}  {}{}{}  {}",
-            p.file,
-            p.source,
-            p.digest.as_deref().unwrap_or("-"),
+            one_line(&p.file),
+            one_line(&p.source),
+            one_line(p.digest.as_deref().unwrap_or("-")),
             p.signer
                 .as_deref()
-                .map(|s| format!("  signed by {s}"))
+                .map(|s| format!("  signed by {}", one_line(s)))
                 .unwrap_or_default(),
             if present { "" } else { "  (file missing)" },
-            p.installed
+            one_line(&p.installed)
         ));
     }
     Ok(ExitStatus::Success)

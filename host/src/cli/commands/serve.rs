@@ -7,6 +7,7 @@ use crate::config::Config;
 use crate::controller::Controller;
 use crate::error::Error;
 use crate::mcp::{self, Exposure, HttpOptions, Server};
+use crate::web_origin::AllowedOrigins;
 use std::sync::Arc;
 
 /// The listener's options, from the flags; `Err` once the mistake is
@@ -41,10 +42,19 @@ pub fn listen_options(
     } else {
         Exposure::TokenRequired
     };
+    let allowed_origins =
+        match AllowedOrigins::for_listener(addr, &listen.allow_host, &listen.allow_origin) {
+            Ok(origins) => Arc::new(origins),
+            Err(why) => {
+                printer.error(why, Some("e.g. `--allow-origin https://tools.example.org`"));
+                return Err(ExitStatus::Error);
+            }
+        };
     let options = HttpOptions {
         addr,
         token,
         allowed_hosts: listen.allow_host,
+        allowed_origins,
         exposure,
         profile: None,
     };
@@ -85,6 +95,7 @@ pub fn console_beside(
         crate::console::ConsoleOptions {
             token: options.token.clone(),
             allowed_hosts: options.allowed_hosts.clone(),
+            allowed_origins: Arc::clone(&options.allowed_origins),
         },
     );
     (console, announced)
