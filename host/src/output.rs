@@ -102,14 +102,7 @@ pub fn check(
     returned: Result<RawOutput, ToolFailure>,
     max_bytes: usize,
 ) -> Result<CheckedOutput, CallError> {
-    let raw = returned.map_err(|failure| {
-        let message = match failure {
-            ToolFailure::InvalidArgs(m) => format!("the tool refused the arguments: {m}"),
-            ToolFailure::NotFound(m) => format!("not found: {m}"),
-            ToolFailure::Failed(m) => m,
-        };
-        CallError::new(ErrorCode::ToolFailed, message)
-    })?;
+    let raw = returned.map_err(ToolFailure::into_error)?;
     let size = raw.value.len()
         + raw.text.as_ref().map_or(0, String::len)
         + raw.content.iter().map(Block::size).sum::<usize>();

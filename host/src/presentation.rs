@@ -63,6 +63,10 @@ pub enum Rendered {
     /// The plugin's view failed or ran out of time: the approval was asked
     /// (the call is shown) without it.
     Failed { reason: String },
+    /// The call may change the workspace, and the host could not rehearse
+    /// it (why), and the plugin gave no view of its own: what it changes
+    /// cannot be shown.
+    Unverified { reason: String },
 }
 
 impl Rendered {

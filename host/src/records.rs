@@ -39,7 +39,7 @@ impl Records {
         Ok(Records {
             approvals: Approvals::new(
                 Arc::clone(&store),
-                config.approval_ttl,
+                config.approvals.ttl,
                 config.policy_hash.clone(),
             ),
             audit: Audit::new(

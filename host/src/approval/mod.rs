@@ -22,7 +22,7 @@ use crate::presentation::Rendered;
 use crate::registry::Tool;
 use crate::settings::{SettingError, bounded};
 use crate::store::{ApprovalRow, ApprovalState, Binding, Consumed, Store, StoreError, now_ms};
-use crate::workspace::Workspace;
+use crate::workspace::{ScratchLimits, Workspace};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -39,13 +39,37 @@ const MAX_APPROVAL_TTL_SECONDS: u64 = 24 * 3600;
 #[serde(deny_unknown_fields)]
 pub struct ApprovalsSection {
     ttl_seconds: Option<u64>,
+    rehearse_max_mb: Option<u64>,
+    rehearse_max_entries: Option<u64>,
+}
+
+/// Largest workspace copy a config may allow for a rehearsal, in MiB.
+const MAX_REHEARSE_MB: u64 = 16 * 1024;
+/// Most entries a config may allow in a rehearsal's copy.
+const MAX_REHEARSE_ENTRIES: u64 = 10_000_000;
+
+/// What `[approvals]` settles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ApprovalSettings {
+    /// How long an approval stays usable.
+    pub ttl: Duration,
+    /// How much of the workspace may be copied to rehearse a call.
+    pub rehearsal: ScratchLimits,
+}
+
+impl Default for ApprovalSettings {
+    fn default() -> Self {
+        ApprovalSettings {
+            ttl: DEFAULT_APPROVAL_TTL,
+            rehearsal: ScratchLimits::default(),
+        }
+    }
 }
 
 impl ApprovalsSection {
-    pub const KEYS: &str = "ttl_seconds";
+    pub const KEYS: &str = "ttl_seconds, rehearse_max_mb, rehearse_max_entries";
 
-    /// How long an approval stays usable.
-    pub fn resolve(self) -> Result<Duration, SettingError> {
+    pub fn resolve(self) -> Result<ApprovalSettings, SettingError> {
         let seconds = bounded(
             "approvals",
             "ttl_seconds",
@@ -53,7 +77,27 @@ impl ApprovalsSection {
             DEFAULT_APPROVAL_TTL.as_secs(),
             MAX_APPROVAL_TTL_SECONDS,
         )?;
-        Ok(Duration::from_secs(seconds))
+        let mb = bounded(
+            "approvals",
+            "rehearse_max_mb",
+            self.rehearse_max_mb,
+            crate::workspace::DEFAULT_MAX_MB,
+            MAX_REHEARSE_MB,
+        )?;
+        let entries = bounded(
+            "approvals",
+            "rehearse_max_entries",
+            self.rehearse_max_entries,
+            crate::workspace::DEFAULT_MAX_ENTRIES,
+            MAX_REHEARSE_ENTRIES,
+        )?;
+        Ok(ApprovalSettings {
+            ttl: Duration::from_secs(seconds),
+            rehearsal: ScratchLimits {
+                max_bytes: mb << 20,
+                max_entries: entries,
+            },
+        })
     }
 }
 
@@ -65,9 +109,18 @@ pub struct PreparedCall {
     tool: Arc<Tool>,
     args: Arguments,
     grant: Grant,
+    /// The digest of the change a person approved after it was rehearsed:
+    /// the call must make exactly that change again (see
+    /// `sandbox::rehearse`). None for an allowed call, or one approved
+    /// without a rehearsal.
+    rehearsed: Option<String>,
 }
 
 impl PreparedCall {
+    pub fn rehearsed(&self) -> Option<&str> {
+        self.rehearsed.as_deref()
+    }
+
     pub fn tool(&self) -> &Arc<Tool> {
         &self.tool
     }
@@ -116,9 +169,13 @@ pub struct Approval {
     /// rendered against the file as it was when asked), or why the
     /// preview failed; none when the tool has no preview.
     pub preview: Option<Rendered>,
-    /// Workspace files the approval holds to the content they had when
-    /// it was asked.
+    /// Workspace paths the approval holds: the files the plugin's preview
+    /// named (held to the content they had when it was asked), or every
+    /// path the rehearsed change touches.
     pub bound_files: Vec<String>,
+    /// The digest of the rehearsed change the approved call must make
+    /// again, if the call was rehearsed.
+    pub rehearsed: Option<String>,
 }
 
 impl From<ApprovalRow> for Approval {
@@ -148,14 +205,39 @@ impl From<ApprovalRow> for Approval {
                 .preview
                 .as_deref()
                 .and_then(|p| serde_json::from_str(p).ok()),
-            bound_files: bound_files(&row.bound_files).into_keys().collect(),
+            bound_files: match held(&row.bound_files) {
+                Held::Files(files) => files.into_keys().collect(),
+                Held::Rehearsed { rehearsed } => rehearsed.paths,
+            },
+            rehearsed: match held(&row.bound_files) {
+                Held::Files(_) => None,
+                Held::Rehearsed { rehearsed } => Some(rehearsed.digest),
+            },
         }
     }
 }
 
 /// The files an approval holds, and the SHA-256 each had (`None`: absent).
-fn bound_files(text: &str) -> BTreeMap<String, Option<String>> {
-    serde_json::from_str(text).unwrap_or_default()
+/// What an approval holds the approved call to, beyond its bindings, as
+/// the approval book keeps it (JSON).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+enum Held {
+    /// The call was rehearsed: it must make exactly this change again.
+    Rehearsed { rehearsed: RehearsedChange },
+    /// The plugin's preview named these files: each must still hold this
+    /// content (SHA-256), or not exist (`None`).
+    Files(BTreeMap<String, Option<String>>),
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct RehearsedChange {
+    digest: String,
+    paths: Vec<String>,
+}
+
+fn held(text: &str) -> Held {
+    serde_json::from_str(text).unwrap_or_else(|_| Held::Files(BTreeMap::new()))
 }
 
 /// The refusal of a call that waits for a person; `console` is the URL of
@@ -313,7 +395,12 @@ impl Approvals {
         let (validated, clearance, decision, grant) = call.into_authorized().into_parts();
         let (tool, args) = validated.into_resolved().into_parts();
         if clearance == Clearance::Allowed {
-            return Ok(PreparedCall { tool, args, grant });
+            return Ok(PreparedCall {
+                tool,
+                args,
+                grant,
+                rehearsed: None,
+            });
         }
         let now = now_ms();
         let this_call = ApprovalRow {
@@ -399,11 +486,20 @@ impl Approvals {
             .consume_approval(&id, &this_call, now)
             .map_err(host_error)?
         {
-            Consumed::Now(_) => {
+            Consumed::Now(row) => {
                 noted.push(ApprovalStep::Consumed {
                     approval_id: id.clone(),
                 });
-                Ok(PreparedCall { tool, args, grant })
+                let rehearsed = match held(&row.bound_files) {
+                    Held::Rehearsed { rehearsed } => Some(rehearsed.digest),
+                    Held::Files(_) => None,
+                };
+                Ok(PreparedCall {
+                    tool,
+                    args,
+                    grant,
+                    rehearsed,
+                })
             }
             Consumed::Missing => refused(
                 ErrorCode::ApprovalInvalid,
@@ -447,7 +543,10 @@ impl Approvals {
         workspace: &Workspace,
         now: i64,
     ) -> Result<Option<String>, CallError> {
-        let changed = bound_files(&row.bound_files)
+        let Held::Files(files) = held(&row.bound_files) else {
+            return Ok(None);
+        };
+        let changed = files
             .into_iter()
             .find(|(path, then)| workspace.digest(path) != *then)
             .map(|(path, _)| path);
@@ -474,6 +573,29 @@ impl Approvals {
             serde_json::to_string(bound).unwrap_or_default()
         };
         self.store.set_preview(id, &preview, &bound)
+    }
+
+    /// Keeps the rehearsal of pending approval `id`'s call with it: what
+    /// the person is shown, and the change the approved call must make
+    /// again.
+    pub fn attach_rehearsal(
+        &self,
+        id: &str,
+        shown: &Rendered,
+        change: &crate::workspace::ChangeSet,
+    ) -> Result<(), StoreError> {
+        let preview = serde_json::to_string(shown).unwrap_or_default();
+        let held = Held::Rehearsed {
+            rehearsed: RehearsedChange {
+                digest: change.digest(),
+                paths: change.paths(),
+            },
+        };
+        self.store.set_preview(
+            id,
+            &preview,
+            &serde_json::to_string(&held).unwrap_or_default(),
+        )
     }
 
     /// The URL of a console running for this state directory, if any.

@@ -43,6 +43,11 @@ impl Printer {
                 "{body_label:<10} none: the plugin's {body_label} failed: {}",
                 visible(reason)
             )),
+            Rendered::Unverified { reason } => self.out(format!(
+                "{body_label:<10} none: the host cannot show what this call changes, because it \
+                 could not rehearse it ({}); nothing of what it does is verified",
+                visible(reason)
+            )),
         }
     }
 

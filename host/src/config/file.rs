@@ -24,7 +24,7 @@
 //! (lists of WIT spellings), `when` (JSON pointer -> glob for strings, a
 //! scalar for exact match, or `{ not = ... }`), `decision`, `reason`.
 
-use crate::approval::ApprovalsSection;
+use crate::approval::{ApprovalSettings, ApprovalsSection};
 use crate::audit::{AuditSection, AuditSettings};
 use crate::egress::{CredentialSection, Credentials, NetworkSection, NetworkSettings};
 use crate::error::Error;
@@ -152,7 +152,7 @@ impl McpSection {
 pub(super) struct Parsed {
     pub limits: Limits,
     pub rules: Vec<RuleDef>,
-    pub approval_ttl: Duration,
+    pub approvals: ApprovalSettings,
     pub audit: AuditSettings,
     pub budget: Budget,
     pub mcp_list_denied: bool,
@@ -252,9 +252,12 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         let rule = rule.into_inner().resolve(line);
         rules.push(rule.map_err(|e| FileError::from_setting(Some(line), e))?);
     }
-    let approval_ttl = section(text, file.approvals, ApprovalsSection::resolve, || {
-        crate::approval::DEFAULT_APPROVAL_TTL
-    })?;
+    let approvals = section(
+        text,
+        file.approvals,
+        ApprovalsSection::resolve,
+        ApprovalSettings::default,
+    )?;
     let audit = section(
         text,
         file.audit,
@@ -319,7 +322,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
     Ok(Parsed {
         limits,
         rules,
-        approval_ttl,
+        approvals,
         audit,
         budget,
         mcp_list_denied,

@@ -103,7 +103,7 @@ pub struct Config {
     /// The compiled rules' fingerprint: approvals are bound to the policy
     /// that asked (see [`Policy::fingerprint`]).
     pub(crate) policy_hash: String,
-    pub(crate) approval_ttl: std::time::Duration,
+    pub(crate) approvals: crate::approval::ApprovalSettings,
     pub(crate) redact_keys: Vec<String>,
     pub(crate) audit_durability: crate::audit::Durability,
     pub(crate) audit_retention: crate::audit::Retention,
@@ -433,7 +433,7 @@ impl ConfigBuilder {
             limits: parsed.limits,
             policy_hash: policy.fingerprint(),
             policy,
-            approval_ttl: parsed.approval_ttl,
+            approvals: parsed.approvals,
             redact_keys: parsed.audit.redact_keys,
             audit_durability: parsed.audit.durability,
             audit_retention,

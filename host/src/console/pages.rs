@@ -142,7 +142,12 @@ fn approval_card(approval: &Approval, tools: &[std::sync::Arc<Tool>], csrf: &str
                 @if let Some(preview) = &approval.preview {
                     dt { "What it would do" } dd { (preview_of(preview)) }
                 }
-                @if !approval.bound_files.is_empty() {
+                @if approval.rehearsed.is_some() {
+                    dt { "Applies" } dd {
+                        "exactly the change shown: the approved call runs again in a fresh copy \
+                         of the workspace, and if it would change anything else, nothing is changed"
+                    }
+                } @else if !approval.bound_files.is_empty() {
                     dt { "Held to" } dd {
                         "the current content of "
                         @for (i, file) in approval.bound_files.iter().enumerate() {
@@ -191,6 +196,12 @@ fn view_of(rendered: &Rendered, what: &str) -> Markup {
         },
         Rendered::Failed { reason } => html! {
             p.failed { "The plugin's " (what) " failed, so there is none: " (visible(reason)) }
+        },
+        Rendered::Unverified { reason } => html! {
+            p.failed {
+                "The host cannot show what this call changes, because it could not rehearse it ("
+                (visible(reason)) "); nothing of what it does is verified."
+            }
         },
     }
 }

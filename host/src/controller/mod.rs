@@ -9,6 +9,7 @@
 //! rule of its own.
 
 mod children;
+mod preview;
 mod shown;
 
 pub use shown::ShownCall;
@@ -25,21 +26,21 @@ use crate::materialize::Arguments;
 use crate::outcome::{CallError, CallResult, ErrorCode, Status};
 use crate::output::{self, CheckedOutput};
 use crate::policy::{Caller, Decision, Explanation, Verdict};
-use crate::presentation::{MAX_PREVIEW_BYTES, Rendered, View};
 use crate::records::Records;
 use crate::registry::{Plugin, Registry, Tool};
 use crate::sandbox::{RunContext, Sandbox};
 use crate::scheduler;
-use crate::spec::Effect;
 use crate::validation;
 use crate::workspace::{LocatedPath, Workspace};
 use children::Children;
 use futures::StreamExt;
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, RwLock, Weak};
 use std::time::Instant;
 use trail::{Trail, describe_paths};
+
+/// The state directory's subdirectory that calls are rehearsed in.
+const REHEARSALS_DIR: &str = "rehearsals";
 
 /// A loaded host: config, registry, guards, records and sandbox.
 #[derive(Debug)]
@@ -80,7 +81,12 @@ impl Controller {
             &engine,
             config.load_progress.as_ref().map(|p| &*p.0),
         )?;
-        let sandbox = Sandbox::new(engine, config.retry);
+        let sandbox = Sandbox::new(
+            engine,
+            config.retry,
+            config.state_dir.join(REHEARSALS_DIR),
+            config.approvals.rehearsal,
+        );
         let guards = Guards::new(
             config.sandbox,
             config.budget.clone(),
@@ -465,16 +471,16 @@ impl Controller {
         } else {
             None
         };
-        // A change a person is asked about is previewed for them, once the
+        // A call a person is asked about is shown to them, once the
         // approval exists (see `preview`).
-        let previewed = {
+        let previewed = (authorized.decision().verdict == Verdict::Ask).then(|| {
             let resolved = authorized.call().resolved();
-            let tool = resolved.tool();
-            (authorized.decision().verdict == Verdict::Ask
-                && tool.plugin.loaded.presents()
-                && tool.spec.effects.contains(Effect::MutatesWorkspace))
-            .then(|| (Arc::clone(tool), resolved.args().canonical().to_owned()))
-        };
+            preview::Previewed {
+                tool: Arc::clone(resolved.tool()),
+                args: resolved.args().canonical().to_owned(),
+                grant: authorized.grant().clone(),
+            }
+        });
         trail.begin("guards");
         let (admitted, reservation) = self.guards.check(authorized, &request.session)?;
         trail.end(|| "sandbox mode, paths, budgets and duplicates: passed".into());
@@ -489,8 +495,8 @@ impl Controller {
             approval::ApprovalStep::Consumed { .. } => None,
         });
         trail.events.extend(noted.into_iter().map(Event::from));
-        if let (Some(id), Some((tool, args))) = (asked, previewed) {
-            self.preview(request, &id, &tool, &args, trail).await;
+        if let (Some(id), Some(previewed)) = (asked, previewed) {
+            self.preview(request, &id, previewed, trail).await;
         }
         let prepared = admission?;
         trail.end(|| {
@@ -537,10 +543,15 @@ impl Controller {
         };
         let started = Instant::now();
         trail.begin("sandbox");
-        let execution = self.sandbox.run(prepared, cx).await;
-        let asked_a_person =
-            matches!(&execution.result, Err(e) if e.code == ErrorCode::InputRequired);
-        trail.execution = Some(if asked_a_person {
+        let execution = self.sandbox.run(prepared, cx, &self.workspace).await;
+        // A run that stopped at a question, or whose rehearsed change the
+        // sandbox refused to apply, took no effect a repeat would double:
+        // it counts as a call, not as a run with these arguments.
+        let took_no_effect = matches!(
+            &execution.result,
+            Err(e) if matches!(e.code, ErrorCode::InputRequired | ErrorCode::ApprovalInvalid)
+        );
+        trail.execution = Some(if took_no_effect {
             reservation.stopped_to_ask(started.elapsed())
         } else {
             reservation.executed(started.elapsed())
@@ -582,59 +593,6 @@ impl Controller {
             claim.complete(&checked);
         }
         Ok(checked)
-    }
-}
-
-impl Controller {
-    /// Asks the plugin of a call that changes the workspace how the call
-    /// would look, and keeps that with approval `id`: a `diff` rendered
-    /// against the file as it is now, which the approval is then held to.
-    /// A preview that fails says so on the approval and stops nothing.
-    async fn preview(
-        &self,
-        request: &CallRequest,
-        id: &str,
-        tool: &Tool,
-        args: &str,
-        trail: &mut Trail,
-    ) {
-        trail.begin("preview");
-        let previewed = self
-            .sandbox
-            .preview(tool, args, &request.call_id, &request.session)
-            .await;
-        let mut bound = BTreeMap::new();
-        let preview = match previewed {
-            Ok(None) => {
-                trail.end(|| "the tool has no preview".into());
-                return;
-            }
-            Ok(Some(presentation)) => {
-                let file = presentation
-                    .path
-                    .as_deref()
-                    .filter(|_| presentation.view == View::Diff);
-                let current = file.and_then(|path| {
-                    bound.insert(path.to_owned(), self.workspace.digest(path));
-                    self.workspace.read(path, MAX_PREVIEW_BYTES)
-                });
-                Rendered::preview(presentation, current.as_deref())
-            }
-            Err(error) => Rendered::Failed {
-                reason: format!("{}: {}", error.code, error.message),
-            },
-        };
-        if let Err(e) = self
-            .records
-            .approval_book()
-            .attach_preview(id, &preview, &bound)
-        {
-            tracing::warn!(approval = id, "the preview could not be kept: {e}");
-        }
-        trail.end(|| match &preview {
-            Rendered::Shown { title, .. } => format!("previewed: {title}"),
-            Rendered::Failed { reason } => format!("the preview failed: {reason}"),
-        });
     }
 }
 

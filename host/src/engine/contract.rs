@@ -88,6 +88,18 @@ pub enum ToolFailure {
     Failed(String),
 }
 
+impl ToolFailure {
+    /// The tool's own error as the caller gets it (`TOOL_FAILED`).
+    pub fn into_error(self) -> crate::outcome::CallError {
+        let message = match self {
+            ToolFailure::InvalidArgs(m) => format!("the tool refused the arguments: {m}"),
+            ToolFailure::NotFound(m) => format!("not found: {m}"),
+            ToolFailure::Failed(m) => m,
+        };
+        crate::outcome::CallError::new(crate::outcome::ErrorCode::ToolFailed, message)
+    }
+}
+
 /// A plugin linked against the contract version it was built for.
 pub(crate) enum PluginPre {
     V0_1(v0_1::PluginPre<CallState>),

@@ -42,6 +42,7 @@ pub(super) fn describe(
         engine,
         code,
         &Grant::default(),
+        super::guest::Place::Workspace,
         host,
         DESCRIBE_FUEL,
         DESCRIBE_TIMEOUT,

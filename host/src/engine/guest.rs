@@ -35,10 +35,19 @@ pub(crate) struct Pipes {
 }
 
 /// A store on `code`'s engine for one run of it.
+/// Where a store's workspace preopen points: the workspace, or a private
+/// copy of it a call is rehearsed in.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Place<'a> {
+    Workspace,
+    Copy(&'a std::path::Path),
+}
+
 pub(crate) fn new_store(
     engine: &Engine,
     code: &PluginPre,
     grant: &Grant,
+    place: Place<'_>,
     host: HostState,
     fuel: u64,
     timeout: Duration,
@@ -68,14 +77,18 @@ pub(crate) fn new_store(
         .allow_udp(false)
         .allow_ip_name_lookup(false)
         .socket_addr_check(|_, _| Box::pin(std::future::ready(false)));
+    let root = match place {
+        Place::Workspace => engine.workspace.clone(),
+        Place::Copy(path) => super::links::LinkRoot::new(path),
+    };
     match grant.fs {
         FsAccess::None => {}
         FsAccess::ReadOnly => {
-            wasi.preopened_dir(engine.workspace.path(), GUEST_WORKSPACE, FsPerms::ReadOnly)
+            wasi.preopened_dir(root.path(), GUEST_WORKSPACE, FsPerms::ReadOnly)
                 .map_err(host_error)?;
         }
         FsAccess::ReadWrite => {
-            wasi.preopened_dir(engine.workspace.path(), GUEST_WORKSPACE, FsPerms::ReadWrite)
+            wasi.preopened_dir(root.path(), GUEST_WORKSPACE, FsPerms::ReadWrite)
                 .map_err(host_error)?;
         }
     }
@@ -95,7 +108,7 @@ pub(crate) fn new_store(
             refused_memory: false,
         },
         host,
-        links: (grant.fs == FsAccess::ReadWrite).then(|| engine.workspace.clone()),
+        links: (grant.fs == FsAccess::ReadWrite).then_some(root),
         http: wasmtime_wasi_http::WasiHttpCtx::new(),
         egress,
     };

@@ -15,10 +15,12 @@
 
 mod mask;
 mod preview;
+mod rehearse;
 mod retry;
 mod run;
 mod teardown;
 
+pub use rehearse::changes_the_workspace;
 pub use retry::{Retried, Retry, RetrySection};
 
 pub use crate::engine::{RawOutput, ToolFailure};
@@ -52,15 +54,28 @@ pub struct Sandbox {
     /// One permit per call instance the pool holds (`limits.max_instances`).
     slots: Arc<Semaphore>,
     retry: Retry,
+    /// Where the copies of the workspace that calls are rehearsed in go.
+    rehearsals: std::path::PathBuf,
+    rehearsal_limits: crate::workspace::ScratchLimits,
 }
 
 impl Sandbox {
-    pub fn new(engine: Engine, retry: Retry) -> Sandbox {
+    /// A sandbox on `engine`; calls are rehearsed in copies under
+    /// `rehearsals` (a directory of the host's own), as large as `limits`
+    /// allows.
+    pub fn new(
+        engine: Engine,
+        retry: Retry,
+        rehearsals: std::path::PathBuf,
+        limits: crate::workspace::ScratchLimits,
+    ) -> Sandbox {
         let slots = Arc::new(Semaphore::new(engine.limits().max_instances as usize));
         Sandbox {
             engine,
             slots,
             retry,
+            rehearsals,
+            rehearsal_limits: limits,
         }
     }
 
@@ -86,8 +101,21 @@ impl Sandbox {
         run::code_of(&call.tool().plugin, cancel).await.map(|_| ())
     }
 
-    /// Runs a prepared call to the end: returned, failed, or stopped.
-    pub async fn run(&self, call: PreparedCall, cx: RunContext) -> Execution {
+    /// Runs a prepared call to the end: returned, failed, or stopped. A
+    /// call approved after a rehearsal runs in a copy of `workspace` and
+    /// changes it only by the approved change (see [`rehearse`]).
+    pub async fn run(
+        &self,
+        call: PreparedCall,
+        cx: RunContext,
+        workspace: &crate::workspace::Workspace,
+    ) -> Execution {
+        if let Some(approved) = call.rehearsed() {
+            return self
+                .run_rehearsed(&call, approved, &cx, workspace)
+                .await
+                .masked(self.engine.secrets());
+        }
         let tool = call.tool();
         let deadline = self.engine.limits().timeout_for(tool.spec.timeout_ms);
         let began = Instant::now();
@@ -99,8 +127,9 @@ impl Sandbox {
         loop {
             attempt += 1;
             let remaining = deadline.saturating_sub(began.elapsed());
+            let job = run::Job::of(&call);
             let mut tried =
-                run::invoke(&self.engine, &self.slots, &call, &cx, deadline, remaining).await;
+                run::invoke(&self.engine, &self.slots, &job, &cx, deadline, remaining).await;
             fuel_used = match (fuel_used, tried.fuel_used) {
                 (Some(before), Some(now)) => Some(before + now),
                 (before, now) => now.or(before),

@@ -11,7 +11,7 @@ use super::Sandbox;
 use super::teardown::{Teardown, release};
 use crate::call::{CallId, SessionId};
 use crate::capability::{FsAccess, Grant};
-use crate::engine::guest::{GUEST_WORKSPACE, classify, new_store, race};
+use crate::engine::guest::{GUEST_WORKSPACE, Place, classify, new_store, race};
 use crate::engine::{CallContext, HostState};
 use crate::outcome::{CallError, ErrorCode};
 use crate::presentation::Presentation;
@@ -93,8 +93,15 @@ impl Sandbox {
             ));
         };
         let host = HostState::new(Arc::clone(&tool.name), call_id.shared(), Default::default());
-        let (mut store, pipes) =
-            new_store(engine, pre, &grant, host, engine.limits().fuel, timeout)?;
+        let (mut store, pipes) = new_store(
+            engine,
+            pre,
+            &grant,
+            Place::Workspace,
+            host,
+            engine.limits().fuel,
+            timeout,
+        )?;
         let name = &tool.spec.name;
         let outcome = {
             let _ticking = engine.ticking();

@@ -1,18 +1,21 @@
 //! One call in one fresh `Store`: wait for a free instance, build the store
 //! from the call's grant, instantiate, invoke, classify how it ended, tear
-//! down, saying whether the plugin started. Borrows a [`PreparedCall`]
-//! from [`super::Sandbox::run`], which took it by value, so only a call
-//! every earlier step cleared reaches here.
+//! down, saying whether the plugin started. Runs a [`Job`]: made from a
+//! [`PreparedCall`] that [`super::Sandbox::run`] took by value (so only a
+//! call every earlier step cleared reaches the workspace), or, for a
+//! rehearsal, from a call's tool, arguments and grant in a private copy of
+//! the workspace ([`super::rehearse`]).
 
 use super::teardown::{Teardown, release};
 use super::{RawOutput, ToolFailure};
 use crate::approval::PreparedCall;
 use crate::call::{CallId, CancelToken, ChildCalls, ProgressSink, SessionId};
 use crate::capability::FsAccess;
-use crate::engine::guest::{GUEST_WORKSPACE, classify, log_stdio, new_store, race};
+use crate::capability::Grant;
+use crate::engine::guest::{GUEST_WORKSPACE, Place, classify, log_stdio, new_store, race};
 use crate::engine::{CallContext, Engine, HostState, PluginPre};
 use crate::outcome::{CallError, ErrorCode};
-use crate::registry::Plugin;
+use crate::registry::{Plugin, Tool};
 use std::sync::Arc;
 use tokio::sync::Semaphore;
 
@@ -78,12 +81,33 @@ pub(super) async fn code_of<'p>(
     }
 }
 
-/// One attempt at `call`, stopped after `timeout` (what is left of the
+/// What one attempt runs: a tool on its canonical arguments, with a grant,
+/// in the workspace or in a private copy of it.
+pub(super) struct Job<'a> {
+    pub tool: &'a Arc<Tool>,
+    pub args: &'a str,
+    pub grant: &'a Grant,
+    pub place: Place<'a>,
+}
+
+impl<'a> Job<'a> {
+    /// A cleared call, in the workspace.
+    pub fn of(call: &'a PreparedCall) -> Job<'a> {
+        Job {
+            tool: call.tool(),
+            args: call.args().canonical(),
+            grant: call.grant(),
+            place: Place::Workspace,
+        }
+    }
+}
+
+/// One attempt at `job`, stopped after `timeout` (what is left of the
 /// call's `deadline`).
 pub(super) async fn invoke(
     engine: &Engine,
     slots: &Arc<Semaphore>,
-    call: &PreparedCall,
+    job: &Job<'_>,
     cx: &RunContext,
     deadline: std::time::Duration,
     timeout: std::time::Duration,
@@ -95,7 +119,7 @@ pub(super) async fn invoke(
         asked: Vec::new(),
         started: false,
     };
-    let tool = call.tool();
+    let tool = job.tool;
     let fuel = engine.limits().fuel;
     let code = match code_of(&tool.plugin, &cx.cancel).await {
         Ok(code) => code,
@@ -135,26 +159,22 @@ pub(super) async fn invoke(
             cx.cancel.clone(),
         )
     };
-    let (mut store, pipes) = match new_store(engine, code, call.grant(), host, fuel, timeout) {
-        Ok(created) => created,
-        Err(e) => return not_started(e),
-    };
+    let (mut store, pipes) =
+        match new_store(engine, code, job.grant, job.place, host, fuel, timeout) {
+            Ok(created) => created,
+            Err(e) => return not_started(e),
+        };
     let context = CallContext {
         call_id: cx.call_id.as_str().to_owned(),
         session_id: cx.session.as_str().to_owned(),
-        workspace: (call.grant().fs != FsAccess::None).then(|| GUEST_WORKSPACE.to_owned()),
+        workspace: (job.grant.fs != FsAccess::None).then(|| GUEST_WORKSPACE.to_owned()),
     };
     // Pinned here and lent to `race`, not moved into it: the guest's
     // future (over a kilobyte) is then stored once, not copied at each
     // level. It is dropped at the end of this block, when `race` is done.
     let outcome = {
         let _ticking = engine.ticking();
-        let guest = std::pin::pin!(code.invoke(
-            &mut store,
-            &tool.spec.name,
-            call.args().canonical(),
-            context,
-        ));
+        let guest = std::pin::pin!(code.invoke(&mut store, &tool.spec.name, job.args, context,));
         race(guest, timeout, &cx.cancel).await
     };
     // A guest stopped mid-run leaves its fuel counter on the dropped fiber, so

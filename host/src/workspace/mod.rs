@@ -26,8 +26,17 @@
 //! session of this host. It does not cover another process writing the
 //! workspace (another host, an editor); SECURITY.md says so.
 //!
-//! This step never decides whether a call is allowed and never opens what
-//! a path names.
+//! It also owns the workspace's files where a call's change is rehearsed
+//! ([`scratch`]: a private copy, what a run changed in it, [`change`]) and
+//! where a rehearsed change is applied to the workspace itself.
+//!
+//! This step never decides whether a call is allowed and never runs a tool.
+
+mod change;
+mod scratch;
+
+pub use change::ChangeSet;
+pub use scratch::{Applied, DEFAULT_MAX_ENTRIES, DEFAULT_MAX_MB, Scratch, ScratchLimits};
 
 use crate::real_path as resolve;
 

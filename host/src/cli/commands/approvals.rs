@@ -73,10 +73,21 @@ pub fn show(config: &Config, id: &str, json: bool, printer: Printer) -> Result<E
     if let Some(preview) = &a.preview {
         printer.rendered(preview, "would", "preview");
     }
-    if !a.bound_files.is_empty() {
+    let files = || crate::presentation::one_line(&a.bound_files.join(", "));
+    if a.rehearsed.is_some() {
+        printer.out(format!(
+            "applies    exactly the change shown ({}): the approved call runs again in a fresh \
+             copy of the workspace, and if it would change anything else, nothing is changed",
+            if a.bound_files.is_empty() {
+                "nothing".to_owned()
+            } else {
+                files()
+            }
+        ));
+    } else if !a.bound_files.is_empty() {
         printer.out(format!(
             "held to    the current content of {} (if it changes, the approved call is refused)",
-            a.bound_files.join(", ")
+            files()
         ));
     }
     printer.out(format!("reason     {}", a.reason));
