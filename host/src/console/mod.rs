@@ -95,7 +95,10 @@ async fn secure_headers(request: Request, next: Next) -> Response {
         (header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY),
         (header::X_FRAME_OPTIONS, "DENY"),
         (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-        (header::REFERRER_POLICY, "no-referrer"),
+        // Not `no-referrer`: under it Chromium sends `Origin: null` with the
+        // console's own form posts, which the Origin allow-list (rightly)
+        // refuses. `same-origin` keeps every referrer inside the console.
+        (header::REFERRER_POLICY, "same-origin"),
         (header::CACHE_CONTROL, "no-store"),
     ] {
         headers.insert(name, HeaderValue::from_static(value));
