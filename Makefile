@@ -6,7 +6,9 @@ WASM_DIR := target/wasm/wasm32-wasip2/guest
 
 VENV := .venv
 
-.PHONY: demo test plugins build setup lint py-test pg-test python-plugin bench
+.PHONY: demo test plugins build setup lint py-test pg-test python-plugin bench install
+
+PREFIX ?= $(HOME)/.local
 
 # Installs what a fresh machine lacks: the wasm32-wasip2 target. rustup's
 # list of installed targets is not trusted alone: a toolchain whose records
@@ -27,6 +29,17 @@ plugins: setup
 
 build: setup
 	$(CARGO) build --release -p toolwarden
+
+# The binary, its man pages and its bash and zsh completions under PREFIX;
+# the installed binary needs nothing from this checkout.
+install: build
+	install -d $(PREFIX)/bin $(PREFIX)/share/man/man1 \
+		$(PREFIX)/share/bash-completion/completions $(PREFIX)/share/zsh/site-functions
+	install -m 0755 target/release/toolwarden $(PREFIX)/bin/toolwarden
+	$(PREFIX)/bin/toolwarden man $(PREFIX)/share/man/man1 >/dev/null
+	$(PREFIX)/bin/toolwarden completions bash > $(PREFIX)/share/bash-completion/completions/toolwarden
+	$(PREFIX)/bin/toolwarden completions zsh > $(PREFIX)/share/zsh/site-functions/_toolwarden
+	@echo "installed $(PREFIX)/bin/toolwarden"
 
 demo: plugins build
 	bash tests/demo/demo.sh

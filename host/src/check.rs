@@ -146,8 +146,8 @@ pub fn check(config: &Config, target: Option<&Path>, scope: Scope) -> Result<Rep
                 place: format!("tool `{}`", tool.spec.name),
                 problem: "no policy rule covers it, so every call to it is denied".into(),
                 fix: format!(
-                    "if agents should use it, add [[rule]] tools = [\"{}\"] decision = \"allow\" (or \"ask\") reason = \"...\"",
-                    tool.spec.name
+                    "if agents should use it, add to toolwarden.toml (or decision = \"ask\"):\n\n{}",
+                    crate::policy::suggested_rule(&tool.spec.name, "allow")
                 ),
             });
         }

@@ -89,6 +89,12 @@ pub enum Error {
 
     #[error("cannot create the plugin: {message}")]
     Scaffold { message: String, hint: String },
+
+    #[error("no workspace was named, and `{}` is not a project folder", cwd.display())]
+    NoWorkspace {
+        /// Where the command was started (the home directory or `/`).
+        cwd: PathBuf,
+    },
 }
 
 impl Error {
@@ -108,6 +114,7 @@ impl Error {
             Error::State { .. } => "STATE",
             Error::Audit(_) => "AUDIT",
             Error::Scaffold { .. } => "SCAFFOLD",
+            Error::NoWorkspace { .. } => "NO_WORKSPACE",
         }
     }
 
@@ -124,8 +131,9 @@ impl Error {
             Error::Plugin { source, .. } => source.hint(),
             Error::Directory { .. } => "check that the directory exists and is writable".into(),
             Error::StateInWorkspace { what, .. } => match *what {
-                STATE_DIRECTORY => "choose a `--state` directory outside the workspace: a tool \
-                     that can write the workspace could otherwise tamper with the host's state"
+                STATE_DIRECTORY => "name a project folder as the workspace (`--workspace DIR`), \
+                     or choose a `--state` directory outside it: a tool that can write the \
+                     workspace could otherwise tamper with the host's state"
                     .into(),
                 _ => format!(
                     "put the {what} outside the workspace (a relative one sits in the state \
@@ -170,6 +178,12 @@ impl Error {
                     .into()
             }
             Error::Scaffold { hint, .. } => hint.clone(),
+            Error::NoWorkspace { .. } => "toolwarden governs one project folder, which its tools \
+                see as /workspace: run it inside that folder, or name it with `--workspace DIR` \
+                (or TOOLWARDEN_WORKSPACE). An MCP client starts servers in your home folder or \
+                in `/`: `toolwarden mcp-config --client NAME` prints a configuration that names \
+                the workspace"
+                .into(),
         }
     }
 }
@@ -248,6 +262,7 @@ mod tests {
             Error::State { .. } => 19,
             Error::Audit(_) => 20,
             Error::Scaffold { .. } => 21,
+            Error::NoWorkspace { .. } => 25,
         }
     }
 
@@ -351,6 +366,7 @@ mod tests {
                 fix: "f".into(),
             }),
             plugin(PluginError::FileName),
+            Error::NoWorkspace { cwd: path() },
         ]
     }
 
@@ -381,7 +397,8 @@ mod tests {
         scaffold: SCAFFOLD\n\
         undeclared network: PLUGIN_INVALID\n\
         unproven: PLUGIN_INVALID\n\
-        file name: PLUGIN_INVALID\n";
+        file name: PLUGIN_INVALID\n\
+        no workspace: NO_WORKSPACE\n";
 
     #[test]
     fn every_host_error_has_a_stable_code_and_a_hint() {

@@ -71,6 +71,7 @@ mod schema;
 mod settings;
 mod spec;
 mod store;
+mod suggest;
 mod turn;
 mod validation;
 mod web_origin;

@@ -35,11 +35,24 @@ fn cargo(dir: &Path, args: &[&str]) -> (i32, String) {
 
 #[test]
 fn new_plugin_builds_as_it_is_and_runs_through_the_pipeline() {
+    // A person's data directory, far from this checkout: the scaffold must
+    // build from what the binary carries, not from the source tree.
     let outside = tempfile::tempdir().expect("temp dir");
+    let data = outside.path().join("data");
     let dir = outside.path().join("word_count");
-    let (code, stdout, stderr) =
-        run_cli(Command::new(binary()).args(["new", "word_count", "--dir", dir.to_str().unwrap()]));
+    let (code, stdout, stderr) = run_cli(
+        Command::new(binary())
+            .env("XDG_DATA_HOME", &data)
+            .env_remove("TOOLWARDEN_SDK")
+            .args(["new", "word_count", "--dir", dir.to_str().unwrap()]),
+    );
     assert_eq!(code, 0, "{stderr}");
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    let checkout = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    assert!(
+        !manifest.contains(checkout.to_str().unwrap()) && manifest.contains(data.to_str().unwrap()),
+        "the scaffold depends on the SDK the binary wrote out, not on the checkout: {manifest}"
+    );
     let next: Vec<&str> = stdout
         .lines()
         .filter(|l| l.starts_with("  ") && !l.trim().is_empty())
@@ -48,7 +61,7 @@ fn new_plugin_builds_as_it_is_and_runs_through_the_pipeline() {
     assert!(
         next[0].contains("cargo build --release --target wasm32-wasip2")
             && next[1].contains("toolwarden check")
-            && next[2].starts_with("  cp "),
+            && next[2].starts_with("  toolwarden install "),
         "the next three commands: {stdout}"
     );
 
@@ -118,5 +131,37 @@ fn new_refuses_a_bad_name_and_never_overwrites() {
     assert!(
         stderr.contains("--sdk"),
         "the hint names the flag: {stderr}"
+    );
+}
+
+#[test]
+fn the_sdk_crate_packages_on_its_own_with_its_contract() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let (code, listed) = cargo(
+        root,
+        &[
+            "package",
+            "-p",
+            "toolwarden-plugin",
+            "--list",
+            "--allow-dirty",
+        ],
+    );
+    assert_eq!(code, 0, "{listed}");
+    for file in ["Cargo.toml", "README.md", "src/lib.rs", "wit/tool.wit"] {
+        assert!(
+            listed.lines().any(|l| l.trim() == file),
+            "{file} is in the package:\n{listed}"
+        );
+    }
+    let manifest = std::fs::read_to_string(root.join("sdk/toolwarden-plugin/Cargo.toml")).unwrap();
+    let contract = std::fs::read_to_string(root.join("wit/tool.wit")).unwrap();
+    let version = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("version = \"")?.strip_suffix('"'))
+        .unwrap();
+    assert!(
+        contract.contains(&format!("package toolwarden:tool@{version};")),
+        "the SDK's version {version} is the contract's"
     );
 }

@@ -24,6 +24,7 @@ mod links;
 mod mcp;
 mod names;
 mod network;
+mod onboarding;
 mod paths;
 mod pipeline;
 mod policy;

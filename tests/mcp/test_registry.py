@@ -82,6 +82,42 @@ http:
         import oras.provider
         return oras.provider.Registry(hostname=self.host, insecure=True)
 
+    def oras_push_default(self, tmp: Path, repo: str, files: list[tuple[Path, str]]):
+        """Pushes files as `oras push REF file:TYPE ...` does with no config:
+        oras's own default config (`application/vnd.unknown.config.v1+json`)."""
+        work = tmp / f"oras-default-{repo.replace('/', '-').replace(':', '-')}"
+        work.mkdir(exist_ok=True)
+        names = []
+        for path, media_type in files:
+            shutil.copy(path, work / path.name)
+            names.append(f"{path.name}:{media_type}")
+        cwd = os.getcwd()
+        os.chdir(work)
+        try:
+            response = self.oras().push(target=f"{self.host}/{repo}", files=names)
+        finally:
+            os.chdir(cwd)
+        assert response.status_code in (200, 201), response.text
+
+    def push_manifest(self, repo: str, tag: str, manifest: dict, blobs: list[bytes]):
+        """Uploads blobs and a manifest by hand (the registry API), for
+        manifest shapes no client here writes."""
+        for blob in blobs:
+            digest = "sha256:" + hashlib.sha256(blob).hexdigest()
+            start = urllib.request.Request(f"http://{self.host}/v2/{repo}/blobs/uploads/", method="POST")
+            with urllib.request.urlopen(start, timeout=10) as response:
+                location = response.headers["Location"]
+            if location.startswith("/"):
+                location = f"http://{self.host}{location}"
+            sep = "&" if "?" in location else "?"
+            put = urllib.request.Request(f"{location}{sep}digest={digest}", data=blob, method="PUT",
+                                         headers={"Content-Type": "application/octet-stream"})
+            urllib.request.urlopen(put, timeout=10).close()
+        body = json.dumps(manifest).encode()
+        put = urllib.request.Request(f"http://{self.host}/v2/{repo}/manifests/{tag}", data=body, method="PUT",
+                                     headers={"Content-Type": "application/vnd.oci.image.manifest.v1+json"})
+        urllib.request.urlopen(put, timeout=10).close()
+
     def oras_push(self, tmp: Path, repo: str, wasm: Path):
         """Pushes `wasm` as a Wasm component artifact with oras."""
         work = tmp / f"oras-{repo.replace('/', '-')}"
@@ -203,6 +239,59 @@ def test_what_toolwarden_publishes_a_third_party_pulls(empty, registry, tmp_path
     out_dir.mkdir()
     pulled = registry.oras().pull(target=f"{registry.host}/tools/published:1.0", outdir=str(out_dir))
     assert len(pulled) == 1 and sha256(Path(pulled[0])) == sha256(calc)
+    # The layer is titled, so `oras pull` writes a file named as published.
+    assert manifest["layers"][0]["annotations"]["org.opencontainers.image.title"] == calc.name
+    assert Path(pulled[0]).name == calc.name
+
+
+def test_install_takes_a_component_however_the_common_tools_pushed_it(empty, registry, tmp_path):
+    host = empty
+    policy(host)
+    calc = component(tmp_path)
+    # `oras push REF calc.wasm:application/wasm`, with oras's default config.
+    registry.oras_push_default(tmp_path, "tools/oras:1.0", [(calc, "application/wasm")])
+    assert registry.manifest("tools/oras", "1.0")["config"]["mediaType"] == "application/vnd.unknown.config.v1+json"
+    code, out, err = host.cli("install", f"oci://{registry.host}/tools/oras:1.0", "--name", "oras_calc.wasm")
+    assert code == 0, err
+    assert "ORAS artifact" in err, err
+    assert sha256(host.plugins / "oras_calc.wasm") == sha256(calc)
+
+    # An OCI 1.1 artifact: the empty config and an artifactType.
+    data = calc.read_bytes()
+    empty_config = b"{}"
+    manifest = {
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "artifactType": "application/vnd.wasm.component.v1+wasm",
+        "config": {"mediaType": "application/vnd.oci.empty.v1+json",
+                   "digest": "sha256:" + hashlib.sha256(empty_config).hexdigest(), "size": 2},
+        "layers": [{"mediaType": "application/wasm",
+                    "digest": "sha256:" + hashlib.sha256(data).hexdigest(), "size": len(data)}],
+    }
+    registry.push_manifest("tools/typed", "1.0", manifest, [empty_config, data])
+    code, out, err = host.cli("install", f"oci://{registry.host}/tools/typed:1.0", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report[0]["format"] == "an OCI artifact of type `application/vnd.wasm.component.v1+wasm`"
+    assert "calc" in report[0]["tools"]
+
+    # Something else entirely: a text file pushed with oras is refused, and says why.
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a component")
+    registry.oras_push_default(tmp_path, "tools/notes:1.0", [(notes, "text/plain")])
+    code, out, err = host.cli("install", f"oci://{registry.host}/tools/notes:1.0", "--name", "notes.wasm")
+    assert code == 2, (out, err)
+    assert "none of its 1 layers is a component" in err and "text/plain" in err, err
+    assert not (host.plugins / "notes.wasm").exists()
+
+    # A wasm layer that is not a component is refused when it is checked.
+    core = tmp_path / "core.wasm"
+    core.write_bytes(b"\0asm\x01\x00\x00\x00")
+    registry.oras_push_default(tmp_path, "tools/core:1.0", [(core, "application/wasm")])
+    code, out, err = host.cli("install", f"oci://{registry.host}/tools/core:1.0")
+    assert code == 2, (out, err)
+    assert "component" in err.lower(), err
+    assert not (host.plugins / "core.wasm").exists()
 
 
 def test_a_tampered_layer_is_refused_and_nothing_is_installed(empty, registry, tmp_path):

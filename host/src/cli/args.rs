@@ -23,15 +23,10 @@ pub struct GlobalArgs {
     #[arg(long, env = "TOOLWARDEN_PLUGINS", global = true, value_name = "DIR")]
     pub plugins: Option<PathBuf>,
 
-    /// The agent's workspace; tools that need files see it at /workspace
-    #[arg(
-        long,
-        env = "TOOLWARDEN_WORKSPACE",
-        global = true,
-        value_name = "DIR",
-        default_value = "."
-    )]
-    pub workspace: PathBuf,
+    /// The project folder tools work in (they see it at /workspace)
+    /// [default: the current directory, unless it is your home or `/`]
+    #[arg(long, env = "TOOLWARDEN_WORKSPACE", global = true, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
 
     /// Policy and limits [default: <workspace>/toolwarden.toml]
     #[arg(long, env = "TOOLWARDEN_CONFIG", global = true, value_name = "FILE")]
@@ -69,7 +64,39 @@ pub struct GlobalArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Make this folder a governed project: the plugins directory, a commented
+    /// toolwarden.toml (shown, then trusted), and what to run next
+    #[command(after_help = "Example:\n  cd ~/src/my-project && toolwarden init")]
+    Init {
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the configuration an MCP client needs to start this host over stdio
+    #[command(
+        name = "mcp-config",
+        after_help = "Example:\n  toolwarden mcp-config --client claude-desktop --workspace ~/src/my-project"
+    )]
+    McpConfig {
+        /// The MCP client
+        #[arg(long, value_enum)]
+        client: crate::cli::commands::mcp_config::Client,
+        /// Print only the client's JSON document
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a shell completion script: `toolwarden completions bash > ~/.local/share/bash-completion/completions/toolwarden`
+    Completions {
+        /// bash, zsh, fish, powershell or elvish
+        shell: clap_complete::Shell,
+    },
+    /// Write man pages (toolwarden.1 and one per command) into a directory
+    Man {
+        /// Where to write them, e.g. ~/.local/share/man/man1
+        dir: PathBuf,
+    },
     /// List every tool, with its plugin, risk, filesystem need, effects and policy decision
+    #[command(after_help = "Example:\n  toolwarden list --json")]
     List {
         /// Print a JSON array
         #[arg(long)]
@@ -78,6 +105,7 @@ pub enum Command {
         profile: ProfileArg,
     },
     /// Show what one plugin file declares, its hash and its imports
+    #[command(after_help = "Example:\n  toolwarden inspect target/plugins/fs.wasm")]
     Inspect {
         /// The plugin's `.wasm` file
         file: PathBuf,
@@ -86,6 +114,9 @@ pub enum Command {
         json: bool,
     },
     /// Check plugins and the policy without running anything; one line per problem
+    #[command(
+        after_help = "Example:\n  toolwarden check target/wasm32-wasip2/release/word_count.wasm"
+    )]
     Check {
         /// A plugin file or a directory [default: the plugins directory]
         target: Option<std::path::PathBuf>,
@@ -98,17 +129,23 @@ pub enum Command {
         policy: bool,
     },
     /// Create a plugin crate with one example tool and a test, ready to build
+    #[command(
+        after_help = "Example:\n  toolwarden new word_count && cd word_count && cargo build --release --target wasm32-wasip2"
+    )]
     New {
         /// The plugin's name, also its first tool's: `[a-z][a-z0-9_]*`
         name: String,
         /// Where to create it [default: ./NAME]; must not exist or be empty
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
-        /// The `toolwarden-plugin` SDK crate to depend on [default: the one in the source tree this binary was built from]
+        /// The `toolwarden-plugin` SDK crate to depend on [default: the one built into this binary, written under $XDG_DATA_HOME/toolwarden/sdk]
         #[arg(long, value_name = "DIR", env = "TOOLWARDEN_SDK")]
         sdk: Option<PathBuf>,
     },
     /// Run the tool calls of one model turn (OpenAI or Anthropic shape) as a batch
+    #[command(
+        after_help = "Example:\n  echo '[{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"calc\",\"input\":{\"op\":\"add\",\"a\":1,\"b\":2}}]' | toolwarden turn -"
+    )]
     Turn {
         /// A JSON list of tool calls, or `-` for stdin
         input: std::path::PathBuf,
@@ -122,6 +159,7 @@ pub enum Command {
         profile: ProfileArg,
     },
     /// The tool list as a model API takes it: openai, openai-strict, anthropic or mcp
+    #[command(after_help = "Example:\n  toolwarden schemas --format anthropic")]
     Schemas {
         #[arg(long, default_value = "openai")]
         format: crate::export::Format,
@@ -129,11 +167,15 @@ pub enum Command {
         profile: ProfileArg,
     },
     /// Policy tools: `explain` how the rules decide a call; `diff` and `trust` the config file
+    #[command(
+        after_help = "Example:\n  toolwarden policy explain read_file '{\"path\":\"src/main.rs\"}'"
+    )]
     Policy {
         #[command(subcommand)]
         command: PolicyCommand,
     },
     /// Call a tool through the full pipeline
+    #[command(after_help = "Example:\n  toolwarden call calc '{\"op\":\"add\",\"a\":2,\"b\":40}'")]
     Call {
         /// The tool's name
         tool: String,
@@ -156,10 +198,17 @@ pub enum Command {
         profile: ProfileArg,
     },
     /// Serve every tool over MCP: on stdin/stdout (logs go to stderr), or over HTTP
+    #[command(
+        after_help = "Example:\n  toolwarden serve --http 127.0.0.1:8765 --token-file ~/.config/toolwarden/token"
+    )]
     Serve(ServeArgs),
     /// Serve the web console alone (approvals, audit, tools), for stdio users
+    #[command(
+        after_help = "Example:\n  toolwarden console    # then open http://127.0.0.1:8766/console"
+    )]
     Console(ConsoleArgs),
     /// Install a plugin from an OCI registry or a file, checked as the host would load it
+    #[command(after_help = "Example:\n  toolwarden install oci://ghcr.io/acme/fs:1.2.0")]
     Install {
         /// oci://REGISTRY/REPO:TAG, oci://REGISTRY/REPO@sha256:DIGEST or a .wasm file
         /// [default with --locked: everything in plugins.lock]
@@ -172,8 +221,12 @@ pub enum Command {
         locked: bool,
         #[command(flatten)]
         registry: RegistryArgs,
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
     },
     /// Push a component (and FILE.minisig, if there) to an OCI registry
+    #[command(after_help = "Example:\n  toolwarden publish fs.wasm oci://ghcr.io/acme/fs:1.2.0")]
     Publish {
         /// The component
         file: std::path::PathBuf,
@@ -181,23 +234,34 @@ pub enum Command {
         target: String,
         #[command(flatten)]
         registry: RegistryArgs,
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
     },
     /// List, update or remove installed plugins
+    #[command(after_help = "Example:\n  toolwarden plugins list")]
     Plugins {
         #[command(subcommand)]
         command: PluginsCommand,
     },
     /// The shared store several hosts use ([store] in the config)
+    #[command(after_help = "Example:\n  toolwarden store migrate")]
     Store {
         #[command(subcommand)]
         command: StoreCommand,
     },
     /// Review and decide approvals that the policy asked for
+    #[command(
+        after_help = "Example:\n  toolwarden approvals list && toolwarden approvals approve ID --reason 'checked the diff'"
+    )]
     Approvals {
         #[command(subcommand)]
         command: ApprovalsCommand,
     },
     /// Read and verify the audit log
+    #[command(
+        after_help = "Example:\n  toolwarden audit --since 1h --tool write_file && toolwarden audit verify"
+    )]
     Audit {
         #[command(subcommand)]
         command: Option<AuditCommand>,
@@ -219,9 +283,17 @@ pub enum PolicyCommand {
         json: bool,
     },
     /// Show how the config file differs from the text last trusted
-    Diff,
+    Diff {
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
     /// Trust the config file as it is now (after reviewing `policy diff`)
-    Trust,
+    Trust {
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -256,6 +328,9 @@ pub enum ApprovalsCommand {
         /// Why (kept in the audit log)
         #[arg(long)]
         reason: Option<String>,
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
     },
     /// Deny a pending approval: the bound call never runs
     Deny {
@@ -263,6 +338,9 @@ pub enum ApprovalsCommand {
         /// Why (kept in the audit log)
         #[arg(long)]
         reason: Option<String>,
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -404,11 +482,17 @@ pub enum PluginsCommand {
         name: Option<String>,
         #[command(flatten)]
         registry: RegistryArgs,
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
     },
     /// Take a plugin out of the plugins directory and the lock file
     Remove {
         /// A plugin file name (`calc.wasm` or `calc`)
         name: String,
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -431,5 +515,58 @@ fn session_name(text: &str) -> Result<String, String> {
             "a session name is 1 to {} letters, digits, `.`, `_`, `:` or `-`",
             crate::call::MAX_SESSION_NAME
         ))
+    }
+}
+
+impl Command {
+    /// Whether the command was asked for JSON output (its errors are then
+    /// JSON as well).
+    pub fn wants_json(&self) -> bool {
+        match self {
+            Command::Init { json }
+            | Command::McpConfig { json, .. }
+            | Command::List { json, .. }
+            | Command::Inspect { json, .. }
+            | Command::Check { json, .. }
+            | Command::Turn { json, .. }
+            | Command::Call { json, .. }
+            | Command::Install { json, .. }
+            | Command::Publish { json, .. } => *json,
+            Command::Policy { command } => match command {
+                PolicyCommand::Explain { json, .. }
+                | PolicyCommand::Diff { json }
+                | PolicyCommand::Trust { json } => *json,
+            },
+            Command::Plugins { command } => match command {
+                PluginsCommand::List { json }
+                | PluginsCommand::Update { json, .. }
+                | PluginsCommand::Remove { json, .. } => *json,
+            },
+            Command::Store { command } => match command {
+                StoreCommand::Migrate { json } => *json,
+            },
+            Command::Approvals { command } => match command {
+                ApprovalsCommand::List { json }
+                | ApprovalsCommand::Show { json, .. }
+                | ApprovalsCommand::Approve { json, .. }
+                | ApprovalsCommand::Deny { json, .. } => *json,
+            },
+            Command::Audit { command, filter } => match command {
+                None => filter.json,
+                Some(
+                    AuditCommand::Verify { json, .. }
+                    | AuditCommand::Head { json }
+                    | AuditCommand::Show { json, .. }
+                    | AuditCommand::Stats { json, .. },
+                ) => *json,
+                Some(AuditCommand::Export { .. }) => false,
+            },
+            Command::New { .. }
+            | Command::Completions { .. }
+            | Command::Man { .. }
+            | Command::Schemas { .. }
+            | Command::Serve(_)
+            | Command::Console(_) => false,
+        }
     }
 }

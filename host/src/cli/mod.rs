@@ -64,14 +64,20 @@ impl From<Status> for ExitStatus {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.global.verbose);
-    let printer = Printer;
+    let printer = Printer::new(cli.command.wants_json());
     match run(cli, printer) {
         Ok(status) => status.into(),
         Err(error) => {
-            printer.error(&error, Some(&error.hint()));
+            printer.coded_error(Some(error.code()), &error, Some(&error.hint()));
             ExitStatus::Error.into()
         }
     }
+}
+
+/// Colour on a terminal only, and never with `NO_COLOR` set
+/// (<https://no-color.org>): escape codes in a log file are noise.
+fn colour_on_stderr() -> bool {
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 fn init_logging(verbose: u8) {
@@ -85,6 +91,7 @@ fn init_logging(verbose: u8) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(colour_on_stderr())
         .with_target(false)
         .try_init();
 }
@@ -95,8 +102,24 @@ fn load_config(global: &GlobalArgs, purpose: Use, printer: Printer) -> Result<Co
     Ok(config)
 }
 
+/// The workspace named, else the current directory if it is a project.
+fn workspace(global: &GlobalArgs) -> Result<std::path::PathBuf, Error> {
+    match &global.workspace {
+        Some(dir) => Ok(dir.clone()),
+        None => crate::config::current_project(),
+    }
+}
+
+fn plugins_dir(global: &GlobalArgs) -> Result<std::path::PathBuf, Error> {
+    match &global.plugins {
+        Some(dir) => Ok(dir.clone()),
+        None => default_plugins_dir(),
+    }
+}
+
 fn build_config(global: &GlobalArgs) -> Result<Config, Error> {
-    let mut builder = ConfigBuilder::new(&global.workspace).sandbox(global.sandbox);
+    let workspace = workspace(global)?;
+    let mut builder = ConfigBuilder::new(&workspace).sandbox(global.sandbox);
     if let Some(dir) = &global.plugins {
         builder = builder.plugins_dir(dir);
     }
@@ -148,12 +171,40 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
     let config = || load_config(&cli.global, Use::Reads, printer);
     let acting = || load_config(&cli.global, Use::Acts, printer);
     match cli.command {
+        Command::Init { json } => commands::init::run(
+            &workspace(&cli.global)?,
+            cli.global.config.as_deref(),
+            &plugins_dir(&cli.global)?,
+            || build_config(&cli.global),
+            json,
+            printer,
+        ),
+        Command::McpConfig { client, json } => {
+            commands::mcp_config::run(&config()?, client, json, printer)
+        }
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut <Cli as clap::CommandFactory>::command(),
+                "toolwarden",
+                &mut std::io::stdout(),
+            );
+            Ok(ExitStatus::Success)
+        }
+        Command::Man { dir } => commands::man::write(&dir, printer),
         Command::New { name, dir, sdk } => {
-            let plugins = match cli.global.plugins {
-                Some(dir) => dir,
-                None => default_plugins_dir()?,
+            let data_dir = match &sdk {
+                Some(_) => std::path::PathBuf::new(),
+                None => crate::config::data_home("plugin SDK", "--sdk", "TOOLWARDEN_SDK")?,
             };
-            commands::new::run(&name, dir.as_deref(), sdk.as_deref(), &plugins, printer)
+            commands::new::run(
+                &name,
+                dir.as_deref(),
+                sdk.as_deref(),
+                &plugins_dir(&cli.global)?,
+                &data_dir,
+                printer,
+            )
         }
         Command::List { json, profile } => {
             commands::list::run(config()?, json, profile.profile, printer)
@@ -169,11 +220,11 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
             printer,
         ),
         Command::Policy {
-            command: PolicyCommand::Diff,
-        } => commands::trust::diff(&build_config(&cli.global)?, printer),
+            command: PolicyCommand::Diff { json },
+        } => commands::trust::diff(&build_config(&cli.global)?, json, printer),
         Command::Policy {
-            command: PolicyCommand::Trust,
-        } => commands::trust::trust(&build_config(&cli.global)?, printer),
+            command: PolicyCommand::Trust { json },
+        } => commands::trust::trust(&build_config(&cli.global)?, json, printer),
         Command::Call {
             tool,
             args,
@@ -205,26 +256,33 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
             name,
             locked,
             registry,
+            json,
         } => commands::install::install(
             &config()?,
-            source.as_deref(),
-            name.as_deref(),
-            locked,
+            commands::install::Wanted {
+                source: source.as_deref(),
+                name: name.as_deref(),
+                locked,
+            },
             registry,
+            json,
             printer,
         ),
         Command::Publish {
             file,
             target,
             registry,
-        } => commands::install::publish(&file, &target, registry, printer),
+            json,
+        } => commands::install::publish(&file, &target, registry, json, printer),
         Command::Plugins { command } => match command {
             PluginsCommand::List { json } => commands::install::list(&config()?, json, printer),
-            PluginsCommand::Update { name, registry } => {
-                commands::install::update(&config()?, name.as_deref(), registry, printer)
-            }
-            PluginsCommand::Remove { name } => {
-                commands::install::remove(&config()?, &name, printer)
+            PluginsCommand::Update {
+                name,
+                registry,
+                json,
+            } => commands::install::update(&config()?, name.as_deref(), registry, json, printer),
+            PluginsCommand::Remove { name, json } => {
+                commands::install::remove(&config()?, &name, json, printer)
             }
         },
         Command::Check {
@@ -249,18 +307,18 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
             ApprovalsCommand::Show { id, json } => {
                 commands::approvals::show(&config()?, &id, json, printer)
             }
-            ApprovalsCommand::Approve { id, reason } => commands::approvals::decide(
+            ApprovalsCommand::Approve { id, reason, json } => commands::approvals::decide(
                 &config()?,
                 &id,
-                ApprovalDecision::Approve,
-                reason,
+                (ApprovalDecision::Approve, reason),
+                json,
                 printer,
             ),
-            ApprovalsCommand::Deny { id, reason } => commands::approvals::decide(
+            ApprovalsCommand::Deny { id, reason, json } => commands::approvals::decide(
                 &config()?,
                 &id,
-                ApprovalDecision::Deny,
-                reason,
+                (ApprovalDecision::Deny, reason),
+                json,
                 printer,
             ),
         },

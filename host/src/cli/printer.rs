@@ -6,9 +6,17 @@ use std::fmt::Display;
 use std::io::Write;
 
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Printer;
+pub struct Printer {
+    /// The command was asked for JSON: its errors are JSON too, on stdout,
+    /// so a script reads one document whatever happened.
+    json: bool,
+}
 
 impl Printer {
+    pub fn new(json: bool) -> Printer {
+        Printer { json }
+    }
+
     /// A line of the command's output.
     pub fn out(&self, line: impl Display) {
         let _ = writeln!(std::io::stdout().lock(), "{line}");
@@ -53,6 +61,27 @@ impl Printer {
 
     /// An error for the person at the terminal, with what to do about it.
     pub fn error(&self, message: impl Display, hint: Option<&str>) {
+        self.coded_error(None, message, hint);
+    }
+
+    /// An error with the stable code of the host error behind it.
+    pub fn coded_error(&self, code: Option<&str>, message: impl Display, hint: Option<&str>) {
+        if self.json {
+            let error = serde_json::json!({"error": {
+                "code": code,
+                "message": message.to_string(),
+                "hint": hint,
+            }});
+            let _ = writeln!(std::io::stdout().lock(), "{error:#}");
+            return;
+        }
+        self.warning(message, hint);
+    }
+
+    /// A problem that does not end the command (a plugin that did not
+    /// load, a tool left out): always text on stderr, so a `--json`
+    /// document on stdout stays whole.
+    pub fn warning(&self, message: impl Display, hint: Option<&str>) {
         let mut err = std::io::stderr().lock();
         let _ = writeln!(err, "toolwarden: {message}");
         if let Some(hint) = hint {

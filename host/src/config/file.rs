@@ -220,31 +220,100 @@ fn section<S, T>(
     }
 }
 
+/// Where every key is explained.
+const DOCS: &str = "docs/policy.md";
+
+/// The keys the table a line sits in takes, found from the nearest table
+/// header above it.
+fn keys_of_table_above(text: &str, offset: usize) -> Option<(String, &'static str)> {
+    let header = text[..offset.min(text.len())]
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|line| line.starts_with('['))?;
+    let name = header.trim_matches(|c| c == '[' || c == ']').trim();
+    let first = name.split('.').next().unwrap_or(name);
+    let keys = match first {
+        "limits" => LimitsSection::KEYS,
+        "approvals" => ApprovalsSection::KEYS,
+        "audit" => AuditSection::KEYS,
+        "budget" => BudgetSection::KEYS,
+        "mcp" => McpSection::KEYS,
+        "scheduler" => SchedulerSection::KEYS,
+        "retry" => RetrySection::KEYS,
+        "compose" => ComposeSection::KEYS,
+        "idempotency" => IdempotencySection::KEYS,
+        "network" => NetworkSection::KEYS,
+        "credential" => CredentialSection::KEYS,
+        "plugins" => PluginsSection::KEYS,
+        "profile" => ProfileSection::KEYS,
+        "store" => StoreSection::KEYS,
+        "rule" => RuleSection::KEYS,
+        _ => return None,
+    };
+    Some((header.to_owned(), keys))
+}
+
+/// For "unknown field `x`, expected one of `a`, `b`" (or a variant), the
+/// expected word closest to `x`, if one is close.
+fn did_you_mean(message: &str) -> Option<String> {
+    let rest = message
+        .strip_prefix("unknown field `")
+        .or_else(|| message.strip_prefix("unknown variant `"))?;
+    let (given, expected) = rest.split_once('`')?;
+    crate::suggest::closest(given, expected.split('`').skip(1).step_by(2)).map(str::to_owned)
+}
+
+/// The offending line with a caret under what is wrong.
+fn pointed_at(text: &str, span: std::ops::Range<usize>) -> String {
+    let start = span.start.min(text.len());
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let line_text = text[line_start..].lines().next().unwrap_or("");
+    let line_end = line_start + line_text.len();
+    let end = span.end.clamp(start, line_end.max(start));
+    let column = text[line_start..start.max(line_start)].chars().count();
+    let width = text.get(start..end).map_or(1, |s| s.chars().count().max(1));
+    let number = line_of(text, start).to_string();
+    let pad = " ".repeat(number.len());
+    format!(
+        "{pad} |\n{number} | {line_text}\n{pad} | {}{}",
+        " ".repeat(column),
+        "^".repeat(width)
+    )
+}
+
+/// A TOML or shape error as a person can act on it: the message, the line
+/// with a caret, a "did you mean" for a misspelt key or value, and the keys
+/// of the table it is in (not every key of every table).
+fn syntax_error(text: &str, e: &toml::de::Error) -> FileError {
+    let message = e.message().trim_end().to_owned();
+    let Some(span) = e.span() else {
+        return FileError {
+            line: None,
+            message,
+            hint: format!("{DOCS} explains every table and key"),
+        };
+    };
+    let mut hint = match did_you_mean(&message) {
+        Some(meant) => format!("did you mean `{meant}`? "),
+        None => String::new(),
+    };
+    match keys_of_table_above(text, span.start) {
+        Some((header, keys)) if !message.contains("expected one of") => {
+            hint.push_str(&format!("`{header}` takes {keys}; "))
+        }
+        _ => {}
+    }
+    hint.push_str(&format!("{DOCS} explains every table and key"));
+    FileError {
+        line: Some(line_of(text, span.start)),
+        message: format!("{message}\n{}", pointed_at(text, span)),
+        hint,
+    }
+}
+
 pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
-    let file: FileConfig = toml::from_str(text).map_err(|e| FileError {
-        line: e.span().map(|s| line_of(text, s.start)),
-        message: e.message().to_owned(),
-        hint: format!(
-            "see the config format in the README: `[limits]` takes {}; `[approvals]` {}; \
-             `[audit]` {}; `[budget]` {}; `[mcp]` {}; `[scheduler]` {}; `[retry]` {}; `[compose]` {}; `[idempotency]` {}; `[network]` {}; \
-             each `[credential.NAME]` {}; `[plugins]` {}; each `[profile.NAME]` {}; `[store]` {}; each `[[rule]]` takes {}",
-            LimitsSection::KEYS,
-            ApprovalsSection::KEYS,
-            AuditSection::KEYS,
-            BudgetSection::KEYS,
-            McpSection::KEYS,
-            SchedulerSection::KEYS,
-            RetrySection::KEYS,
-            ComposeSection::KEYS,
-            IdempotencySection::KEYS,
-            NetworkSection::KEYS,
-            CredentialSection::KEYS,
-            PluginsSection::KEYS,
-            ProfileSection::KEYS,
-            StoreSection::KEYS,
-            RuleSection::KEYS,
-        ),
-    })?;
+    let file: FileConfig = toml::from_str(text).map_err(|e| syntax_error(text, &e))?;
     let limits = section(text, file.limits, LimitsSection::resolve, Limits::default)?;
     let mut rules = Vec::with_capacity(file.rule.len());
     for rule in file.rule {

@@ -367,7 +367,17 @@ impl ConfigBuilder {
 
         let plugins_dir = match self.plugins_dir {
             Some(dir) => dir,
-            None => default_plugins_dir()?,
+            // The default directory is the host's own: made on first use
+            // (private), so a fresh install lists no tools instead of failing.
+            None => {
+                let dir = default_plugins_dir()?;
+                crate::private_file::create_dir(&dir).map_err(|source| Error::Directory {
+                    what: "plugins directory",
+                    path: dir.clone(),
+                    source,
+                })?;
+                dir
+            }
         };
         let state_dir = match self.state_dir {
             Some(dir) => dir,
@@ -488,14 +498,40 @@ pub(crate) fn parse_policy(text: &str) -> Result<Policy, String> {
 /// `$XDG_DATA_HOME/toolwarden/plugins`, else `~/.local/share/...`. Never a
 /// shared place such as `/tmp`, where another user could put plugins first.
 pub fn default_plugins_dir() -> Result<PathBuf, Error> {
+    data_home("plugins directory", "--plugins", "TOOLWARDEN_PLUGINS").map(|d| d.join("plugins"))
+}
+
+/// `$XDG_DATA_HOME/toolwarden`, else `~/.local/share/toolwarden`: where
+/// plugins and the SDK `toolwarden new` writes out live. `what`, `flag` and
+/// `env` name what needed it, for the error without either.
+pub fn data_home(
+    what: &'static str,
+    flag: &'static str,
+    env: &'static str,
+) -> Result<PathBuf, Error> {
     env_dir("XDG_DATA_HOME")
         .or_else(|| env_dir("HOME").map(|home| home.join(".local/share")))
-        .map(|data| data.join("toolwarden").join("plugins"))
-        .ok_or(Error::NoHome {
-            what: "plugins directory",
-            flag: "--plugins",
-            env: "TOOLWARDEN_PLUGINS",
-        })
+        .map(|data| data.join("toolwarden"))
+        .ok_or(Error::NoHome { what, flag, env })
+}
+
+/// The workspace when none is named: the current directory, unless it is
+/// the home directory or `/`. Those are where MCP clients and service
+/// managers start a process, never a project someone chose to govern, and
+/// the host's own state lives under the home directory.
+pub fn current_project() -> Result<PathBuf, Error> {
+    let cwd = std::env::current_dir().map_err(|source| Error::Directory {
+        what: "current directory",
+        path: PathBuf::from("."),
+        source,
+    })?;
+    let real = |dir: &Path| std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let here = real(&cwd);
+    let home = env_dir("HOME").map(|home| real(&home));
+    if here.parent().is_none() || home.as_deref() == Some(here.as_path()) {
+        return Err(Error::NoWorkspace { cwd });
+    }
+    Ok(cwd)
 }
 
 /// `$XDG_STATE_HOME/toolwarden`, else `~/.local/state/toolwarden`; without

@@ -17,7 +17,7 @@
 mod lock;
 mod oci;
 
-pub use lock::{Lock, Locked};
+pub use lock::{Lock, Locked, path as lock_file};
 pub use oci::Access;
 
 use crate::config::Config;
@@ -94,6 +94,8 @@ pub struct Installed {
     pub tools: Vec<String>,
     /// The plugin was already installed with these very bytes.
     pub unchanged: bool,
+    /// How the registry's artifact was packaged (none for a file).
+    pub format: Option<String>,
 }
 
 /// A plugin's bytes and signature, fetched but not yet trusted.
@@ -101,6 +103,8 @@ struct Fetched {
     bytes: Vec<u8>,
     signature: Option<String>,
     digest: Option<String>,
+    /// How a registry's artifact was packaged.
+    format: Option<String>,
 }
 
 async fn fetch(
@@ -118,6 +122,7 @@ async fn fetch(
                 bytes: pulled.bytes,
                 signature: pulled.signature,
                 digest: Some(pulled.digest),
+                format: Some(pulled.format),
             })
         }
         Source::File(path) => {
@@ -151,6 +156,7 @@ async fn fetch(
                 bytes,
                 signature,
                 digest: None,
+                format: None,
             })
         }
     }
@@ -233,7 +239,7 @@ pub fn install(config: &Config, download: Download) -> Result<Installed, Distrib
     } = download;
     let source_text = source_text.as_str();
     let plugins = config.plugins_dir();
-    std::fs::create_dir_all(plugins).map_err(|e| io("create", plugins, e))?;
+    crate::private_file::create_dir(plugins).map_err(|e| io("create", plugins, e))?;
     let staging = Staging(plugins.join(format!(
         ".installing-{}-{}",
         std::process::id(),
@@ -284,6 +290,7 @@ pub fn install(config: &Config, download: Download) -> Result<Installed, Distrib
         entry,
         tools: tools.iter().map(|t| t.spec.name.clone()).collect(),
         unchanged,
+        format: fetched.format,
     })
 }
 
@@ -301,8 +308,9 @@ pub async fn publish(
         ));
     };
     let fetched = fetch(&Source::File(file.to_owned()), access, &|_, _| {}).await?;
+    let title = file.file_name().and_then(|name| name.to_str());
     oci::Registry::new(&reference, access)
-        .push(&reference, fetched.bytes, fetched.signature)
+        .push(&reference, fetched.bytes, title, fetched.signature)
         .await
         .map_err(|e| {
             fail(

@@ -1,7 +1,11 @@
-//! Components in OCI registries, in the Wasm OCI artifact format that
+//! Components in OCI registries. Pushed in the Wasm OCI artifact format that
 //! wasm-pkg-tools (`wkg`) and Wassette use: a manifest whose config has the
 //! media type `application/vnd.wasm.config.v0+json` and whose one layer is
-//! the component (`application/wasm`). A minisign signature travels as a
+//! the component (`application/wasm`, titled with the file's name so `oras
+//! pull` writes a named file). Pulled in that format and the others the
+//! common tools push ([`component_layer`]): `oras push x.wasm:application/wasm`
+//! with oras's default config, and OCI 1.1 artifacts with an
+//! `artifactType` and the empty config. A minisign signature travels as a
 //! second artifact whose `subject` is the component's manifest (OCI 1.1
 //! referrers); for registries without the referrers API it is also listed
 //! in the fallback index at the tag `sha256-<digest>`.
@@ -27,6 +31,13 @@ pub const WASM_LAYER: &str = "application/wasm";
 pub const SIGNATURE_ARTIFACT: &str = "application/vnd.dev.minisign.signature";
 const IMAGE_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 const EMPTY_CONFIG: &str = "application/vnd.oci.empty.v1+json";
+/// The config `oras push` writes when given none (image-spec 1.0 mode).
+const ORAS_UNKNOWN_CONFIG: &str = "application/vnd.unknown.config.v1+json";
+/// Layer media types that hold a component: the Wasm OCI format's, and
+/// the one wasm-to-oci and early registries used.
+const COMPONENT_LAYERS: [&str; 2] = [WASM_LAYER, "application/vnd.wasm.content.layer.v1+wasm"];
+/// The layer annotation `oras pull` names the file it writes after.
+const TITLE: &str = "org.opencontainers.image.title";
 /// A minisign signature is a few hundred bytes.
 const MAX_SIGNATURE_BLOB: usize = 4096;
 
@@ -47,6 +58,53 @@ pub struct Pulled {
     pub digest: String,
     /// The signature's text, if the component has one.
     pub signature: Option<String>,
+    /// How the component was packaged, for the person to read.
+    pub format: String,
+}
+
+/// The layer of `manifest` that holds the component, and how it was
+/// packaged; an error that says what the manifest is otherwise.
+fn component_layer(manifest: &OciImageManifest) -> Result<(&OciDescriptor, String), String> {
+    if manifest.artifact_type.as_deref() == Some(SIGNATURE_ARTIFACT) {
+        return Err("it is a signature, not a component".into());
+    }
+    let config = manifest.config.media_type.as_str();
+    let format = match (config, manifest.artifact_type.as_deref()) {
+        (WASM_CONFIG, _) => "a Wasm OCI artifact (wkg, Wassette)".to_owned(),
+        (EMPTY_CONFIG | ORAS_UNKNOWN_CONFIG, Some(kind)) => {
+            format!("an OCI artifact of type `{kind}`")
+        }
+        (ORAS_UNKNOWN_CONFIG | EMPTY_CONFIG, None) => "an ORAS artifact".to_owned(),
+        (other, _) => {
+            return Err(format!(
+                "its config is `{other}`, which is neither a Wasm component artifact \
+                 (`{WASM_CONFIG}`) nor an artifact without a config (`{EMPTY_CONFIG}`, \
+                 `{ORAS_UNKNOWN_CONFIG}`)"
+            ));
+        }
+    };
+    let components: Vec<&OciDescriptor> = manifest
+        .layers
+        .iter()
+        .filter(|layer| COMPONENT_LAYERS.contains(&layer.media_type.as_str()))
+        .collect();
+    match components.as_slice() {
+        [layer] => Ok((layer, format)),
+        [] => Err(format!(
+            "none of its {} layers is a component (`{WASM_LAYER}`): {}",
+            manifest.layers.len(),
+            manifest
+                .layers
+                .iter()
+                .map(|l| format!("`{}`", l.media_type))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+        many => Err(format!(
+            "it has {} component layers; install takes an artifact with one",
+            many.len()
+        )),
+    }
 }
 
 fn is_loopback(registry: &str) -> bool {
@@ -134,24 +192,8 @@ impl Registry {
             .pull_image_manifest(reference, &self.auth)
             .await
             .map_err(|e| format!("cannot read the manifest of `{reference}`: {e}"))?;
-        if manifest.config.media_type != WASM_CONFIG {
-            return Err(format!(
-                "`{reference}` is not a Wasm component artifact: its config is `{}`, not `{WASM_CONFIG}`",
-                manifest.config.media_type
-            ));
-        }
-        let [layer] = manifest.layers.as_slice() else {
-            return Err(format!(
-                "`{reference}` has {} layers; a Wasm component artifact has one",
-                manifest.layers.len()
-            ));
-        };
-        if layer.media_type != WASM_LAYER {
-            return Err(format!(
-                "`{reference}`'s layer is `{}`, not `{WASM_LAYER}`",
-                layer.media_type
-            ));
-        }
+        let (layer, format) = component_layer(&manifest)
+            .map_err(|why| format!("`{reference}` cannot be installed: {why}"))?;
         if layer.size < 0 || layer.size as u64 > max_bytes {
             return Err(format!(
                 "`{reference}`'s component is {} bytes; plugins may be at most {max_bytes}",
@@ -167,6 +209,7 @@ impl Registry {
             bytes,
             digest,
             signature,
+            format,
         })
     }
 
@@ -223,6 +266,7 @@ impl Registry {
         &self,
         reference: &Reference,
         component: Vec<u8>,
+        title: Option<&str>,
         signature: Option<String>,
     ) -> Result<String, String> {
         let layer_digest = sha256(&component);
@@ -236,6 +280,7 @@ impl Registry {
                 reference,
                 (Bytes::from(config.to_string()), WASM_CONFIG),
                 (Bytes::from(component), WASM_LAYER),
+                title,
                 None,
             )
             .await
@@ -260,6 +305,7 @@ impl Registry {
         reference: &Reference,
         config: (Bytes, &str),
         layer: (Bytes, &str),
+        title: Option<&str>,
         subject: Option<OciDescriptor>,
     ) -> Result<(String, i64), String> {
         self.client
@@ -279,7 +325,9 @@ impl Registry {
                 .await
                 .map_err(|e| e.to_string())?;
         }
-        let layer = descriptors.pop().ok_or("no layer")?;
+        let mut layer = descriptors.pop().ok_or("no layer")?;
+        layer.annotations =
+            title.map(|title| std::iter::once((TITLE.to_owned(), title.to_owned())).collect());
         let config = descriptors.pop().ok_or("no config")?;
         let artifact_type = subject.as_ref().map(|_| SIGNATURE_ARTIFACT.to_owned());
         let manifest = OciImageManifest {
@@ -321,6 +369,7 @@ impl Registry {
                 reference,
                 (Bytes::from_static(b"{}"), EMPTY_CONFIG),
                 (Bytes::from(signature), SIGNATURE_ARTIFACT),
+                None,
                 Some(subject.clone()),
             )
             .await

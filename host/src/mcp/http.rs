@@ -254,6 +254,7 @@ pub async fn serve(
     host: Arc<Controller>,
     options: HttpOptions,
     beside: axum::Router,
+    listening: impl FnOnce(std::net::SocketAddr) + Send,
 ) -> Result<(), String> {
     let limits = host.config().mcp_sessions();
     let peers = watch::Peers::default();
@@ -315,7 +316,9 @@ pub async fn serve(
                 tracing::warn!("cannot turn off Nagle's algorithm on a connection: {e}");
             }
         });
-    tracing::info!("serving MCP at http://{}/mcp", options.addr);
+    let bound = axum::serve::Listener::local_addr(&listener).unwrap_or(options.addr);
+    tracing::info!("serving MCP at http://{bound}/mcp");
+    listening(bound);
     // Stopping on SIGTERM or Ctrl-C returns from here, so the host is
     // dropped in order and its audit writer commits what it has queued:
     // killed by the signal's default action, the records of calls already

@@ -158,13 +158,15 @@ impl Server {
         }
     }
 
-    /// Serves MCP over Streamable HTTP until the process stops.
+    /// Serves MCP over Streamable HTTP until the process stops; `listening`
+    /// hears the bound address once requests can come in.
     pub async fn serve_http(
         host: Arc<Controller>,
         options: HttpOptions,
         beside: axum::Router,
+        listening: impl FnOnce(std::net::SocketAddr) + Send,
     ) -> Result<(), String> {
-        http::serve(host, options, beside).await
+        http::serve(host, options, beside, listening).await
     }
 
     /// Serves this connection on stdin/stdout until the client goes away.

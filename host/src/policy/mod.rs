@@ -274,7 +274,9 @@ impl Policy {
                 matched,
                 reason: Arc::from(format!(
                     "`{name}` is a dangerous tool and no rule names it exactly, so it is denied; \
-                     to allow it, add a rule with tools = [\"{name}\"] (a glob is not enough)",
+                     to let a person approve each call, add to toolwarden.toml (a glob is not \
+                     enough):\n\n{}",
+                    suggested_rule(&spec.name, "ask"),
                     name = spec.name
                 )),
                 depends_on_args,
@@ -284,8 +286,8 @@ impl Policy {
                 matched,
                 reason: Arc::from(format!(
                     "no policy rule matches `{name}`, and the default is deny; to allow it, add \
-                     to toolwarden.toml: [[rule]] tools = [\"{name}\"] decision = \"allow\" \
-                     reason = \"why this is safe\"",
+                     to toolwarden.toml:\n\n{}",
+                    suggested_rule(&spec.name, "allow"),
                     name = spec.name
                 )),
                 depends_on_args,
@@ -419,6 +421,22 @@ impl AuthorizedCall {
             self.grant,
         )
     }
+}
+
+/// A rule for `tool` as TOML that parses when pasted into toolwarden.toml,
+/// one key per line (the form every suggestion of the host takes).
+pub fn suggested_rule(tool: &str, decision: &str) -> String {
+    let quoted = |text: &str| toml::Value::String(text.to_owned()).to_string();
+    let reason = match decision {
+        "ask" => "a person approves each call",
+        _ => "why this is safe",
+    };
+    format!(
+        "[[rule]]\ntools = [{}]\ndecision = {}\nreason = {}\n",
+        quoted(tool),
+        quoted(decision),
+        quoted(reason)
+    )
 }
 
 #[cfg(test)]

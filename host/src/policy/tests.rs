@@ -588,3 +588,16 @@ fn nested_and_parent_match_on_who_made_the_call() {
         error.message
     );
 }
+
+#[test]
+fn a_suggested_rule_is_toml_that_parses_when_pasted() {
+    for decision in ["allow", "ask"] {
+        let text = super::suggested_rule("read_file", decision);
+        let table: toml::Table = toml::from_str(&text).expect("pasteable TOML");
+        let rule = &table["rule"][0];
+        assert_eq!(rule["tools"][0].as_str(), Some("read_file"));
+        assert_eq!(rule["decision"].as_str(), Some(decision));
+        assert!(rule["reason"].as_str().is_some_and(|r| !r.is_empty()));
+        assert!(text.lines().count() == 4, "one key per line: {text}");
+    }
+}

@@ -322,8 +322,9 @@ impl Registry {
                 CallError::new(
                     ErrorCode::UnknownTool,
                     format!(
-                        "{}; available tools: {}",
+                        "{}{}; available tools: {}",
                         set.missing(name),
+                        crate::suggest::did_you_mean(name, known.iter().copied()),
                         if known.is_empty() {
                             "none".to_owned()
                         } else {

@@ -51,7 +51,7 @@ use std::path::{Path, PathBuf};
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../../wit",
+        path: "wit",
         world: "full-plugin",
         pub_export_macro: true,
         export_macro_name: "export_component",

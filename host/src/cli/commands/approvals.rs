@@ -102,8 +102,8 @@ pub fn show(config: &Config, id: &str, json: bool, printer: Printer) -> Result<E
 pub fn decide(
     config: &Config,
     id: &str,
-    decision: ApprovalDecision,
-    reason: Option<String>,
+    (decision, reason): (ApprovalDecision, Option<String>),
+    json: bool,
     printer: Printer,
 ) -> Result<ExitStatus, Error> {
     let records = Records::open(config)?;
@@ -126,6 +126,10 @@ pub fn decide(
                 Some("only a pending, unexpired approval can be decided"),
             );
             Ok(ExitStatus::Failure)
+        }
+        Some((a, true)) if json => {
+            printer.json(&a);
+            Ok(ExitStatus::Success)
         }
         Some((a, true)) if decision == ApprovalDecision::Approve => {
             printer.out(format!(

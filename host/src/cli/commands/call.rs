@@ -48,7 +48,7 @@ pub fn run(config: Config, opts: Options, printer: Printer) -> Result<ExitStatus
     };
     let host = Controller::new(config)?;
     for failure in host.registry().failures() {
-        printer.error(failure, Some(&failure.error.hint()));
+        printer.warning(failure, Some(&failure.error.hint()));
     }
     // An approval belongs to the session it was asked in; a CLI call that
     // brings one without naming a session continues that session.
@@ -109,7 +109,7 @@ pub fn run(config: Config, opts: Options, printer: Printer) -> Result<ExitStatus
                 )
             })
             .collect();
-        printer.error(
+        printer.warning(
             asked.join("\n"),
             Some(
                 "nothing ran past the question: run the call at a terminal to answer it, or through an MCP client that can ask the person",
@@ -287,7 +287,7 @@ fn prompt(host: &Controller, id: &str, printer: Printer) -> Result<bool, Error> 
     )? {
         Some(_) => Ok(true),
         None => {
-            printer.error(format!("approval `{id}` disappeared"), None);
+            printer.warning(format!("approval `{id}` disappeared"), None);
             Ok(false)
         }
     }

@@ -65,6 +65,16 @@ fn refused(e: DistributionError, printer: Printer) -> ExitStatus {
     ExitStatus::Error
 }
 
+/// One installed plugin as `--json` prints it.
+#[derive(serde::Serialize)]
+struct Report<'a> {
+    #[serde(flatten)]
+    entry: &'a crate::distribution::Locked,
+    tools: &'a [String],
+    unchanged: bool,
+    format: Option<&'a str>,
+}
+
 fn report(installed: &Installed, printer: Printer) {
     let entry = &installed.entry;
     printer.out(format!(
@@ -84,6 +94,9 @@ fn report(installed: &Installed, printer: Printer) {
             .unwrap_or_default(),
         installed.tools.join(", ")
     ));
+    if let Some(format) = &installed.format {
+        printer.note(format!("  the registry held it as {format}"));
+    }
 }
 
 /// Installs each source in turn; stops at the first that fails.
@@ -91,9 +104,11 @@ fn install_all(
     config: &Config,
     sources: &[(String, Option<String>)],
     access: &Access,
+    json: bool,
     printer: Printer,
 ) -> Result<ExitStatus, Error> {
     let runtime = runtime()?;
+    let mut reports = Vec::new();
     for (source, name) in sources {
         let bar = progress();
         bar.set_message(format!("fetching {source}"));
@@ -111,19 +126,42 @@ fn install_all(
             });
         bar.finish_and_clear();
         match done {
+            Ok(installed) if json => reports.push(installed),
             Ok(installed) => report(&installed, printer),
             Err(e) => return Ok(refused(e, printer)),
         }
     }
+    if json {
+        let shown: Vec<Report> = reports
+            .iter()
+            .map(|i| Report {
+                entry: &i.entry,
+                tools: &i.tools,
+                unchanged: i.unchanged,
+                format: i.format.as_deref(),
+            })
+            .collect();
+        printer.json(&shown);
+    }
     Ok(ExitStatus::Success)
+}
+
+/// What `install` was asked for.
+pub struct Wanted<'a> {
+    pub source: Option<&'a str>,
+    pub name: Option<&'a str>,
+    pub locked: bool,
 }
 
 pub fn install(
     config: &Config,
-    source: Option<&str>,
-    name: Option<&str>,
-    locked: bool,
+    Wanted {
+        source,
+        name,
+        locked,
+    }: Wanted,
     registry: RegistryArgs,
+    json: bool,
     printer: Printer,
 ) -> Result<ExitStatus, Error> {
     let access = match access(registry, printer) {
@@ -133,6 +171,18 @@ pub fn install(
     let sources = match (source, locked) {
         (Some(source), false) => vec![(source.to_owned(), name.map(str::to_owned))],
         (None, true) => {
+            let file = distribution::lock_file(config.plugins_dir());
+            if !file.exists() {
+                printer.error(
+                    format!("there is no lock file `{}` to install from", file.display()),
+                    Some(
+                        "`--locked` reproduces what an earlier `toolwarden install` recorded; \
+                         install each plugin once without it (that writes the lock file), or \
+                         point `--plugins` at the directory that holds plugins.lock",
+                    ),
+                );
+                return Ok(ExitStatus::Error);
+            }
             let lock = match distribution::locked(config) {
                 Ok(lock) => lock,
                 Err(e) => return Ok(refused(e, printer)),
@@ -164,7 +214,7 @@ pub fn install(
     // A locked install records the digest it reproduced, and keeps the
     // source as first written.
     let before = distribution::locked(config).ok();
-    let status = install_all(config, &sources, &access, printer)?;
+    let status = install_all(config, &sources, &access, json, printer)?;
     if locked
         && status == ExitStatus::Success
         && let Some(before) = before
@@ -179,6 +229,7 @@ pub fn publish(
     file: &Path,
     target: &str,
     registry: RegistryArgs,
+    json: bool,
     printer: Printer,
 ) -> Result<ExitStatus, Error> {
     let access = match access(registry, printer) {
@@ -186,6 +237,14 @@ pub fn publish(
         Err(status) => return Ok(status),
     };
     match runtime()?.block_on(distribution::publish(file, target, &access)) {
+        Ok(digest) if json => {
+            printer.json(&serde_json::json!({
+                "file": file,
+                "target": target,
+                "digest": digest,
+            }));
+            Ok(ExitStatus::Success)
+        }
         Ok(digest) => {
             printer.out(format!(
                 "published {} as {target} ({digest})",
@@ -234,6 +293,7 @@ pub fn update(
     config: &Config,
     name: Option<&str>,
     registry: RegistryArgs,
+    json: bool,
     printer: Printer,
 ) -> Result<ExitStatus, Error> {
     let access = match access(registry, printer) {
@@ -267,11 +327,20 @@ pub fn update(
         );
         return Ok(ExitStatus::Error);
     }
-    install_all(config, &sources, &access, printer)
+    install_all(config, &sources, &access, json, printer)
 }
 
-pub fn remove(config: &Config, name: &str, printer: Printer) -> Result<ExitStatus, Error> {
+pub fn remove(
+    config: &Config,
+    name: &str,
+    json: bool,
+    printer: Printer,
+) -> Result<ExitStatus, Error> {
     match distribution::remove(config, name) {
+        Ok(true) if json => {
+            printer.json(&serde_json::json!({"removed": name}));
+            Ok(ExitStatus::Success)
+        }
         Ok(true) => {
             printer.out(format!("removed {name}"));
             Ok(ExitStatus::Success)

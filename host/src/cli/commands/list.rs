@@ -18,7 +18,7 @@ pub fn run(
     };
     let registry = host.registry();
     for failure in registry.failures() {
-        printer.error(failure, Some(&failure.error.hint()));
+        printer.warning(failure, Some(&failure.error.hint()));
     }
     let set = host.config().tool_set(profile.as_deref());
     let rows: Vec<_> = registry

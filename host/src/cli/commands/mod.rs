@@ -5,9 +5,12 @@ pub mod audit;
 pub mod call;
 pub mod check;
 pub mod console;
+pub mod init;
 pub mod inspect;
 pub mod install;
 pub mod list;
+pub mod man;
+pub mod mcp_config;
 pub mod new;
 pub mod policy;
 pub mod schemas;
@@ -55,12 +58,15 @@ fn profile_of(
     }
     let defined: Vec<_> = config.profile_names().map(|n| format!("`{n}`")).collect();
     let hint = if defined.is_empty() {
-        "define it in the config, e.g. [profile.review] tools = [\"read_file\"]".to_owned()
+        "define it in the config, e.g.\n\n[profile.review]\ntools = [\"read_file\"]\n".to_owned()
     } else {
         format!("the config defines {}", defined.join(", "))
     };
     printer.error(
-        format!("the config defines no profile `{name}`"),
+        format!(
+            "the config defines no profile `{name}`{}",
+            crate::suggest::did_you_mean(&name, config.profile_names())
+        ),
         Some(&hint),
     );
     Err(ExitStatus::Error)

@@ -22,7 +22,7 @@ pub fn run(
     let (tools, refused) = export(format, offered);
     printer.json(&tools);
     for r in &refused {
-        printer.error(format!("`{}` left out: {}", r.tool, r.reason), None);
+        printer.warning(format!("`{}` left out: {}", r.tool, r.reason), None);
     }
     Ok(if refused.is_empty() {
         ExitStatus::Success

@@ -109,7 +109,23 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Error> {
         .map_err(|e| Error::Engine(format!("cannot start the async runtime: {e}")))
 }
 
+/// Where the token every request needs is, or why there is none.
+fn token_note(options: &HttpOptions, file: Option<&std::path::Path>) -> String {
+    match (file, &options.token) {
+        (Some(file), Some(_)) => format!(
+            "token: every request sends `Authorization: Bearer` with the token in {} \
+             (the console asks for it once)",
+            file.display()
+        ),
+        _ if options.exposure == Exposure::InsecureNoAuth => {
+            "no token (--insecure-no-auth): anyone who reaches this address can call tools".into()
+        }
+        _ => "no token: loopback clients only (give one with --token-file FILE)".into(),
+    }
+}
+
 pub fn run(config: Config, args: ServeArgs, printer: Printer) -> Result<ExitStatus, Error> {
+    let token_file = args.listen.token_file.clone();
     let http = match args.http {
         None => None,
         Some(addr) => match listen_options(addr, args.listen, printer) {
@@ -131,8 +147,17 @@ pub fn run(config: Config, args: ServeArgs, printer: Printer) -> Result<ExitStat
             options.profile = profile;
             let runtime = runtime()?;
             let _guard = runtime.enter();
-            let (console, _announced) = console_beside(&host, &options);
-            runtime.block_on(Server::serve_http(host, options, console))
+            let (console, announced) = console_beside(&host, &options);
+            let token = token_note(&options, token_file.as_deref());
+            let console_open = announced.is_some();
+            runtime.block_on(Server::serve_http(host, options, console, |bound| {
+                printer.note(format!("toolwarden: serving MCP at http://{bound}/mcp"));
+                if console_open {
+                    printer.note(format!("  console: http://{bound}/console"));
+                }
+                printer.note(format!("  {token}"));
+                printer.note("  stop with Ctrl-C");
+            }))
         }
     };
     match served {

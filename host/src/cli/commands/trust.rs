@@ -91,43 +91,88 @@ fn ask(config: &Config, printer: Printer) -> bool {
     matches!(answer.trim().to_lowercase().as_str(), "y" | "yes")
 }
 
-/// `policy diff`: the change since the file was trusted.
-pub fn diff(config: &Config, printer: Printer) -> Result<ExitStatus, Error> {
-    let (Some(file), Some(text)) = (config.config_file(), config.config_text()) else {
+/// `policy diff` and `policy trust` under `--json`.
+#[derive(serde::Serialize)]
+struct TrustReport {
+    config_file: Option<std::path::PathBuf>,
+    /// `trusted`, `never-trusted`, `changed`, or `no-config-file`.
+    standing: &'static str,
+    /// A unified diff from the trusted text (empty when trusted).
+    diff: String,
+}
+
+/// What `policy diff` and `policy trust` say when no config file was read.
+fn no_config_file(json: bool, printer: Printer) -> ExitStatus {
+    if json {
+        printer.json(&TrustReport {
+            config_file: None,
+            standing: "no-config-file",
+            diff: String::new(),
+        });
+    } else {
         printer.out("no config file was read, so there is nothing to trust");
-        return Ok(ExitStatus::Success);
+    }
+    ExitStatus::Success
+}
+
+/// `policy diff`: the change since the file was trusted.
+pub fn diff(config: &Config, json: bool, printer: Printer) -> Result<ExitStatus, Error> {
+    let (Some(file), Some(text)) = (config.config_file(), config.config_text()) else {
+        return Ok(no_config_file(json, printer));
     };
-    let trusted = match config.trust_standing()? {
-        None | Some(Standing::Trusted) => {
-            printer.out(format!("`{}` is trusted as it is", file.display()));
-            return Ok(ExitStatus::Success);
-        }
-        Some(Standing::Unrecorded) => {
-            printer.out(format!(
-                "`{}` was never trusted; all of it is new:",
-                file.display()
-            ));
-            String::new()
-        }
-        Some(Standing::Changed { trusted }) => trusted,
+    let (standing, trusted) = match config.trust_standing()? {
+        None | Some(Standing::Trusted) => ("trusted", None),
+        Some(Standing::Unrecorded) => ("never-trusted", Some(String::new())),
+        Some(Standing::Changed { trusted }) => ("changed", Some(trusted)),
     };
     let shown = file.display().to_string();
-    let unified = similar::TextDiff::from_lines(trusted.as_str(), text)
-        .unified_diff()
-        .header(&format!("{shown} (trusted)"), &format!("{shown} (now)"))
-        .to_string();
-    printer.out(unified.trim_end());
-    printer.note("hint: if this change is yours, run `toolwarden policy trust`");
-    Ok(ExitStatus::Failure)
+    let unified = trusted
+        .map(|trusted| {
+            similar::TextDiff::from_lines(trusted.as_str(), text)
+                .unified_diff()
+                .header(&format!("{shown} (trusted)"), &format!("{shown} (now)"))
+                .to_string()
+        })
+        .unwrap_or_default();
+    let status = if standing == "trusted" {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    };
+    if json {
+        printer.json(&TrustReport {
+            config_file: Some(file.to_owned()),
+            standing,
+            diff: unified,
+        });
+        return Ok(status);
+    }
+    match standing {
+        "trusted" => printer.out(format!("`{shown}` is trusted as it is")),
+        "never-trusted" => printer.out(format!("`{shown}` was never trusted; all of it is new:")),
+        _ => {}
+    }
+    if standing != "trusted" {
+        printer.out(unified.trim_end());
+        printer.note("hint: if this change is yours, run `toolwarden policy trust`");
+    }
+    Ok(status)
 }
 
 /// `policy trust`: records the file as it is now.
-pub fn trust(config: &Config, printer: Printer) -> Result<ExitStatus, Error> {
+pub fn trust(config: &Config, json: bool, printer: Printer) -> Result<ExitStatus, Error> {
     let Some(file) = config.config_file() else {
-        printer.out("no config file was read, so there is nothing to trust");
-        return Ok(ExitStatus::Success);
+        return Ok(no_config_file(json, printer));
     };
     config.trust_config()?;
-    printer.out(format!("trusted `{}` as it is now", file.display()));
+    if json {
+        printer.json(&TrustReport {
+            config_file: Some(file.to_owned()),
+            standing: "trusted",
+            diff: String::new(),
+        });
+    } else {
+        printer.out(format!("trusted `{}` as it is now", file.display()));
+    }
     Ok(ExitStatus::Success)
 }

@@ -1,0 +1,179 @@
+"""The README's quick start, run the way a new user would: a fresh HOME, the
+binary installed to a prefix with `make install`, every command of the
+README's runnable blocks in order, and then the `mcp-config` snippet started
+from `/` by the official Python SDK's stdio client with its default (minimal)
+environment.
+
+A renamed flag or a changed output breaks this test, not the reader.
+"""
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+ROOT = Path(__file__).resolve().parents[2]
+MARKER = "<!-- the commands below run in `make test`"
+APPROVAL = re.compile(r"approvals approve ([A-Za-z0-9_-]+)")
+
+
+def runnable_blocks(text: str) -> list[list[str]]:
+    """The ```sh blocks that follow the marker, one command per line."""
+    blocks = []
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if not line.startswith(MARKER):
+            continue
+        assert lines[i + 1] == "```sh", f"the marker on line {i + 1} is not followed by a sh block"
+        block = []
+        for command in lines[i + 2 :]:
+            if command == "```":
+                break
+            block.append(command)
+        blocks.append(block)
+    return blocks
+
+
+def expected_exit(command: str) -> int:
+    """`# exit 3: ...` in a command's comment says how it ends; else 0."""
+    comment = command.split("  #", 1)[1] if "  #" in command else ""
+    found = re.search(r"exit (\d)", comment)
+    return int(found.group(1)) if found else 0
+
+
+@pytest.fixture
+def person(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    prefix = home / ".local"
+    env = {
+        "HOME": str(home),
+        "PATH": f"{prefix / 'bin'}:{os.environ['PATH']}",
+        "CARGO_HOME": os.environ.get("CARGO_HOME", str(Path.home() / ".cargo")),
+        "RUSTUP_HOME": os.environ.get("RUSTUP_HOME", str(Path.home() / ".rustup")),
+    }
+    installed = subprocess.run(
+        ["make", "install", f"PREFIX={prefix}"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    assert (prefix / "bin" / "toolwarden").exists()
+    assert (prefix / "share" / "man" / "man1" / "toolwarden.1").exists()
+    monkeypatch.setenv("HOME", str(home))
+    return env
+
+
+def test_the_readme_is_a_door(person):
+    text = (ROOT / "README.md").read_text()
+    assert len(text.encode()) <= 15 * 1024, f"README.md is {len(text.encode())} bytes"
+    blocks = runnable_blocks(text)
+    assert len(blocks) >= 2, "the quick start and the approval walk-through"
+    shell = subprocess.Popen(
+        ["bash", "--norc", "--noprofile"],
+        cwd=ROOT,
+        env=person,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    approval = None
+    transcript = []
+
+    def run(command: str) -> tuple[int, str]:
+        # One shell for the whole walk-through, as a person's terminal: `cd`
+        # and variables carry over. Each command's output ends at a marker
+        # line carrying its exit code.
+        shell.stdin.write(f"{command}\necho \"@@exit $?\"\n")
+        shell.stdin.flush()
+        out = []
+        for line in shell.stdout:
+            if line.startswith("@@exit "):
+                return int(line.split()[1]), "".join(out)
+            out.append(line)
+        raise AssertionError("the shell ended:\n" + "".join(out))
+
+    for block in blocks:
+        for command in block:
+            if command.strip() == "" or command.lstrip().startswith("#"):
+                continue
+            if "APPROVAL_ID" in command:
+                assert approval, f"no approval id was printed before `{command}`"
+                command = command.replace("APPROVAL_ID", approval)
+            code, out = run(command)
+            transcript.append(f"$ {command}\n{out}(exit {code})")
+            assert code == expected_exit(command), "\n".join(transcript)
+            found = APPROVAL.findall(out)
+            if found:
+                approval = found[-1]
+    shell.stdin.close()
+    shell.wait()
+    whole = "\n".join(transcript)
+    assert "42" in whole, whole
+    assert "first draft" in whole, whole
+    assert (Path(person["HOME"]) / "demo" / "notes.txt").read_text() == "final", whole
+
+
+@pytest.mark.anyio
+async def test_the_mcp_config_starts_from_the_root_with_a_minimal_environment(person):
+    home = Path(person["HOME"])
+    project = home / "project"
+    project.mkdir()
+    binary = home / ".local" / "bin" / "toolwarden"
+    wasm = ROOT / "target" / "wasm" / "wasm32-wasip2" / "guest" / "calc.wasm"
+
+    def tw(*args, cwd=project):
+        done = subprocess.run([binary, *args], cwd=cwd, env=person, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    tw("init")
+    tw("install", str(wasm))
+    snippet = json.loads(
+        tw("--workspace", str(project), "mcp-config", "--client", "claude-desktop", "--json", cwd="/")
+    )
+    server = snippet["mcpServers"]["toolwarden"]
+    params = StdioServerParameters(
+        command=server["command"], args=server["args"], env=server["env"], cwd="/"
+    )
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            tools = await session.list_tools()
+            assert "calc" in [t.name for t in tools.tools]
+            result = await session.call_tool("calc", {"op": "mul", "a": 6, "b": 7})
+            assert not result.is_error, result
+            assert "42" in json.dumps(result.model_dump(mode="json"))
+
+
+def anchors(markdown: str) -> set[str]:
+    """GitHub's anchors for a page's headings (code blocks skipped)."""
+    found, in_code = set(), False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            in_code = not in_code
+        elif not in_code and line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            found.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
+    return found
+
+
+def test_every_link_between_the_pages_leads_somewhere():
+    pages = [ROOT / "README.md", ROOT / "SECURITY.md", *sorted((ROOT / "docs").glob("*.md"))]
+    broken = []
+    for page in pages:
+        text = page.read_text()
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):
+                continue
+            path, _, anchor = target.partition("#")
+            linked = (page.parent / path).resolve() if path else page
+            if not linked.exists():
+                broken.append(f"{page.name}: {target} (no such file)")
+            elif anchor and linked.suffix == ".md" and anchor not in anchors(linked.read_text()):
+                broken.append(f"{page.name}: {target} (no such heading)")
+    assert not broken, "\n".join(broken)
