@@ -6,7 +6,7 @@ WASM_DIR := target/wasm/wasm32-wasip2/guest
 
 VENV := .venv
 
-.PHONY: demo test plugins build setup lint py-test pg-test python-plugin bench install
+.PHONY: demo test test-build plugins build setup lint py-test pg-test python-plugin bench install
 
 PREFIX ?= $(HOME)/.local
 
@@ -55,7 +55,7 @@ $(VENV)/.installed: tests/requirements.txt
 	$(VENV)/bin/pip install -q -r tests/requirements.txt
 	touch $@
 
-py-test: $(VENV)/.installed build tests/conformance/node_modules/.installed
+py-test: $(VENV)/.installed test-build tests/conformance/node_modules/.installed
 	$(VENV)/bin/pytest -q tests/mcp tests/python_plugin
 
 # The official MCP conformance suite and a Node >= 22 to run it (the npm
@@ -76,15 +76,21 @@ python-plugin: $(VENV)/.installed
 # store (tests/all/harness.rs).
 STORE_TESTS := approvals:: audit:: guards:: idempotency:: export:: previews:: questions:: \
 	compose:: cli:: faults:: retry:: pipeline:: scheduler:: profiles::
-pg-test: $(VENV)/.installed build
+pg-test: $(VENV)/.installed test-build
 	$(VENV)/bin/python tests/mcp/postgres.py $(CARGO) test --release -p toolwarden-tests --test all -- $(STORE_TESTS)
 
 # Tests run in release: wasmtime's compiler is too slow unoptimized. The MCP
 # tests use the plugins the Rust tests' build script compiled.
-test: setup build lint
+test: setup lint test-build
 	$(CARGO) test --release --workspace
 	$(MAKE) pg-test
 	$(MAKE) py-test
+
+# The binary and the tests, with the features the whole workspace's tests
+# unify to. `cargo build -p toolwarden` alone unifies them differently, and
+# wasmtime and everything above it would be compiled twice in a clean clone.
+test-build: setup
+	$(CARGO) test --release --workspace --no-run
 
 # The official MCP SDK clients row 9 of the benchmark drives over HTTP: the
 # TypeScript one pinned in bench/clients (Node >= 18), the Python one in .venv.

@@ -15,6 +15,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "plain values and leaf libraries",
         &[
             "content",
+            "suggest",
             "presentation",
             "question",
             "when",

@@ -57,8 +57,11 @@ def person(tmp_path, monkeypatch):
         "CARGO_HOME": os.environ.get("CARGO_HOME", str(Path.home() / ".cargo")),
         "RUSTUP_HOME": os.environ.get("RUSTUP_HOME", str(Path.home() / ".rustup")),
     }
+    # `-o build`: the tests already built target/release/toolwarden (with
+    # the test features); `make install` alone would build it once more.
     installed = subprocess.run(
-        ["make", "install", f"PREFIX={prefix}"], cwd=ROOT, env=env, capture_output=True, text=True
+        ["make", "-o", "build", "install", f"PREFIX={prefix}"],
+        cwd=ROOT, env=env, capture_output=True, text=True,
     )
     assert installed.returncode == 0, installed.stdout + installed.stderr
     assert (prefix / "bin" / "toolwarden").exists()
