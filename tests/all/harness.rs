@@ -227,7 +227,13 @@ fn refuse_stale(bin: &Path) {
     let Some(repo) = Path::new(env!("CARGO_MANIFEST_DIR")).parent() else {
         return;
     };
-    let (Ok(built), Some((newest, changed))) = (built, newest_file(&repo.join("host"))) else {
+    // What the binary is built from: the host's sources and templates (its
+    // own tests are not).
+    let newest = ["host/src", "host/templates", "host/Cargo.toml"]
+        .iter()
+        .filter_map(|part| newest_file(&repo.join(part)))
+        .max();
+    let (Ok(built), Some((newest, changed))) = (built, newest) else {
         return;
     };
     assert!(
@@ -238,8 +244,13 @@ fn refuse_stale(bin: &Path) {
     );
 }
 
-/// The most recently modified file under `dir`, and when.
+/// The most recently modified file at or under `dir`, and when.
 fn newest_file(dir: &Path) -> Option<(std::time::SystemTime, PathBuf)> {
+    if let Ok(meta) = std::fs::metadata(dir)
+        && meta.is_file()
+    {
+        return meta.modified().ok().map(|t| (t, dir.to_owned()));
+    }
     let mut newest: Option<(std::time::SystemTime, PathBuf)> = None;
     let mut pending = vec![dir.to_owned()];
     while let Some(dir) = pending.pop() {
