@@ -191,9 +191,23 @@ fn check_lists_every_problem_with_a_fix_and_runs_nothing() {
     assert_eq!(code, 1, "{stdout}");
     let problems: Vec<&str> = stdout
         .lines()
-        .filter(|l| !l.starts_with("  fix: ") && !l.contains("problems ("))
+        .filter(|l| !l.starts_with("  ") && !l.contains("problems ("))
         .collect();
     assert_eq!(problems.len(), 5, "{stdout}");
+    // The rule it suggests parses when pasted, indentation and all.
+    let suggested: String = stdout
+        .lines()
+        .skip_while(|l| !l.contains("tool `write_file`: no policy rule covers it"))
+        .skip(2)
+        .take_while(|l| l.starts_with("    "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let pasted: toml::Table = toml::from_str(&suggested).expect("a pasteable rule");
+    assert_eq!(
+        pasted["rule"][0]["tools"][0].as_str(),
+        Some("write_file"),
+        "{suggested}"
+    );
     for expected in [
         "bad_schema.wasm: tool `loose`: input schema at `/properties/n/unevaluatedProperties`",
         "broken_tools.wasm: `tools()` failed: TOOL_CRASHED",

@@ -22,7 +22,14 @@ pub fn run(
         for p in &report.problems {
             // Quoted plugin output may span lines; a problem is one line.
             let problem = p.problem.split_whitespace().collect::<Vec<_>>().join(" ");
-            printer.out(format!("{}: {problem}\n  fix: {}", p.place, p.fix));
+            // A fix may hold a rule to paste: its lines are indented under
+            // the problem (TOML takes indented keys and headers as they are).
+            let fix: Vec<&str> = p.fix.lines().filter(|l| !l.trim().is_empty()).collect();
+            printer.out(format!(
+                "{}: {problem}\n  fix: {}",
+                p.place,
+                fix.join("\n    ")
+            ));
         }
         let summary = format!(
             "{} plugins, {} tools, {} rules",
