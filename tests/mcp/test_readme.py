@@ -180,3 +180,50 @@ def test_every_link_between_the_pages_leads_somewhere():
             elif anchor and linked.suffix == ".md" and anchor not in anchors(linked.read_text()):
                 broken.append(f"{page.name}: {target} (no such heading)")
     assert not broken, "\n".join(broken)
+
+
+BINARY = ROOT / "target" / "release" / "toolwarden"
+
+
+def shown_commands(text: str):
+    """Every `toolwarden ...` command line inside a ```sh block, as words."""
+    import shlex
+
+    in_sh = False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            in_sh = line.strip() in ("```sh", "```bash", "```console")
+            continue
+        if not in_sh:
+            continue
+        for part in re.split(r"&&|\|", line):
+            part = part.strip().removeprefix("$ ")
+            if part.startswith("toolwarden "):
+                try:
+                    yield shlex.split(part, comments=True)
+                except ValueError:
+                    yield part.split()
+
+
+def parses(words: list[str]) -> str | None:
+    """Asks the real CLI whether it takes `words`: with `--help` added, clap
+    checks the command and subcommand names and every flag before the help,
+    and prints the help (exit 0) only when all of them exist. Returns what
+    it said otherwise, or None."""
+    done = subprocess.run([BINARY, *words[1:], "--help"], capture_output=True, text=True)
+    if done.returncode == 0:
+        return None
+    return (done.stderr or done.stdout).strip().splitlines()[0]
+
+
+def test_every_command_the_docs_show_is_one_the_cli_takes():
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    wrong, seen = [], 0
+    for page in pages:
+        for words in shown_commands(page.read_text()):
+            seen += 1
+            problem = parses(words)
+            if problem:
+                wrong.append(f"{page.relative_to(ROOT)}: {' '.join(words)}: {problem}")
+    assert seen > 40, f"only {seen} commands found: is the parser still reading the docs?"
+    assert not wrong, "\n".join(wrong)
