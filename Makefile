@@ -73,11 +73,13 @@ python-plugin: $(VENV)/.installed
 # The tests whose subject is state (approvals, budgets, keys, the audit
 # chain, questions) run a second time against a real PostgreSQL: the script
 # starts one, and each test host gets a fresh database of it as its shared
-# store (tests/all/harness.rs).
+# store (tests/all/harness.rs). `--workspace` picks the test binary
+# test-build made: with `-p toolwarden-tests` alone cargo unifies features
+# differently and compiles wasmtime once more.
 STORE_TESTS := approvals:: audit:: guards:: idempotency:: export:: previews:: questions:: \
 	compose:: cli:: faults:: retry:: pipeline:: scheduler:: profiles::
 pg-test: $(VENV)/.installed test-build
-	$(VENV)/bin/python tests/mcp/postgres.py $(CARGO) test --release -p toolwarden-tests --test all -- $(STORE_TESTS)
+	$(VENV)/bin/python tests/mcp/postgres.py $(CARGO) test --release --workspace --test all -- $(STORE_TESTS)
 
 # Tests run in release: wasmtime's compiler is too slow unoptimized. The MCP
 # tests use the plugins the Rust tests' build script compiled.

@@ -132,7 +132,8 @@ pub fn check(config: &Config, target: Option<&Path>, scope: Scope) -> Result<Rep
                     place: format!("tool `{}`", tool.spec.name),
                     problem: format!(
                         "needs the credential `{name}`, which the config does not define, so \
-                         its calls fail with CREDENTIAL_MISSING"
+                         its calls fail with CREDENTIAL_MISSING{}",
+                        crate::suggest::did_you_mean(name, config.egress.credentials().names())
                     ),
                     fix: format!(
                         "add [credential.{name}] with env = \"VARIABLE\" (or file = \"PATH\"), \

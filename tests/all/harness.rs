@@ -211,7 +211,7 @@ pub fn binary() -> PathBuf {
     let bin = dir.join("toolwarden");
     assert!(
         bin.exists(),
-        "`{}` is missing.\nhint: build it first with `cargo build --release -p toolwarden` (`make test` does)",
+        "`{}` is missing.\nhint: build it first with `make test-build` (`make test` does)",
         bin.display()
     );
     static CHECKED: std::sync::Once = std::sync::Once::new();
@@ -238,7 +238,7 @@ fn refuse_stale(bin: &Path) {
     };
     assert!(
         newest <= built,
-        "`{}` is older than `{}`: the CLI tests would run old code.\nhint: rebuild it with `cargo build --release -p toolwarden` (`make test` does)",
+        "`{}` is older than `{}`: the CLI tests would run old code.\nhint: rebuild it with `make test-build` (`make test` does)",
         bin.display(),
         changed.display()
     );

@@ -736,3 +736,22 @@ fn mcp_tools_list_shows_open_world_for_network_tools() {
     assert_eq!(hint("http_fetch"), true);
     assert_eq!(hint("calc"), false);
 }
+
+#[test]
+fn check_names_the_credential_a_misspelt_one_was_meant_to_be() {
+    use std::os::unix::fs::PermissionsExt;
+    let secrets = tempfile::tempdir().unwrap();
+    let token = secrets.path().join("token");
+    std::fs::write(&token, "s3cret").unwrap();
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let config = format!(
+        "{LOOPBACK}\n[credential.prob]\nfile = {token:?}\norigins = [\"http://127.0.0.1:1\"]\nheader = \"Authorization\"\n"
+    );
+    let t = host(&[NET_PROBE], &config);
+    let (code, stdout, stderr) = crate::harness::run_cli(t.cli().args(["check", "--policy"]));
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("needs the credential `probe`") && stdout.contains("did you mean `prob`?"),
+        "{stdout}"
+    );
+}

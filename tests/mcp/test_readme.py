@@ -227,3 +227,20 @@ def test_every_command_the_docs_show_is_one_the_cli_takes():
                 wrong.append(f"{page.relative_to(ROOT)}: {' '.join(words)}: {problem}")
     assert seen > 40, f"only {seen} commands found: is the parser still reading the docs?"
     assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.anyio
+async def test_a_client_that_starts_it_without_a_workspace_is_told_why(person):
+    """Started from `/` with no workspace (a client configured by hand), the
+    server answers the client's initialize with the reason and the fix,
+    instead of a closed connection."""
+    from mcp.shared.exceptions import MCPError
+
+    binary = Path(person["HOME"]) / ".local" / "bin" / "toolwarden"
+    params = StdioServerParameters(command=str(binary), args=["serve"], cwd="/")
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            with pytest.raises(MCPError) as refused:
+                await session.initialize()
+    message = str(refused.value)
+    assert "not a project folder" in message and "--workspace" in message, message

@@ -249,7 +249,15 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
                 printer,
             )
         }
-        Command::Serve(args) => commands::serve::run(acting()?, args, printer),
+        Command::Serve(args) => match acting() {
+            Ok(config) => commands::serve::run(config, args, printer),
+            Err(error) => {
+                if args.http.is_none() {
+                    commands::serve::refuse_the_client(&error);
+                }
+                Err(error)
+            }
+        },
         Command::Console(args) => commands::console::run(config()?, args, printer),
         Command::Install {
             source,

@@ -226,7 +226,11 @@ const DOCS: &str = "docs/policy.md";
 /// The keys the table a line sits in takes, found from the nearest table
 /// header above it.
 fn keys_of_table_above(text: &str, offset: usize) -> Option<(String, &'static str)> {
-    let header = text[..offset.min(text.len())]
+    // Up to the end of the offending line: the error may point at the
+    // header itself (a key missing from the table).
+    let offset = offset.min(text.len());
+    let line_end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
+    let header = text[..line_end]
         .lines()
         .rev()
         .map(str::trim)
@@ -450,6 +454,34 @@ mod tests {
         let e = err("[limits]\ntimeout_ms = 5\ntimeuot = 3\n");
         assert_eq!(e.line, Some(3));
         assert!(e.message.contains("timeuot"), "{}", e.message);
+    }
+
+    #[test]
+    fn a_misspelt_key_is_shown_with_a_caret_and_what_was_meant() {
+        let e = err("[limits]\ntimeout_ms = 5\ntimeuot_ms = 3\n");
+        assert!(
+            e.message.ends_with("3 | timeuot_ms = 3\n  | ^^^^^^^^^^"),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.hint.starts_with("did you mean `timeout_ms`?"),
+            "{}",
+            e.hint
+        );
+        assert!(e.hint.len() < 200, "no dump of every key: {}", e.hint);
+        let e = err("[[rule]]\ntools = [\"x\"]\ndecision = \"alow\"\nreason = \"r\"\n");
+        assert!(e.hint.contains("did you mean `allow`?"), "{}", e.hint);
+        let e = err("[[rule]]\ntools = [\"x\"]\ndecision = \"allow\"\n");
+        assert!(e.message.contains("reason"), "{}", e.message);
+        assert!(
+            e.hint.contains("`[[rule]]` takes"),
+            "the rule's own keys: {}",
+            e.hint
+        );
+        let e = err("[limits]\ntimeout_ms = \"fast\"\n");
+        assert!(e.hint.contains("`[limits]` takes timeout_ms"), "{}", e.hint);
+        assert!(!e.hint.contains("[budget]"), "{}", e.hint);
     }
 
     #[test]

@@ -157,6 +157,11 @@ impl Credentials {
     pub fn defines(&self, name: &str) -> bool {
         self.0.contains_key(name)
     }
+
+    /// The names the config defines, in order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.0.keys().map(String::as_str)
+    }
 }
 
 /// The egress of one host: limits, credentials and TLS roots for every

@@ -101,6 +101,44 @@ pub fn console_beside(
     (console, announced)
 }
 
+/// Answers an MCP client's first request with why the server cannot
+/// start, before exiting: a client that started it sees the reason (the
+/// missing workspace, an untrusted config) instead of "connection closed".
+/// Only on a pipe: at a terminal the person reads stderr.
+pub fn refuse_the_client(error: &Error) {
+    use std::io::{BufRead, IsTerminal, Read, Write};
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return;
+    }
+    let mut line = String::new();
+    // A first message larger than this is no initialize request.
+    if stdin.lock().take(1 << 20).read_line(&mut line).is_err() {
+        return;
+    }
+    let Ok(request) = serde_json::from_str::<serde_json::Value>(&line) else {
+        return;
+    };
+    let Some(id) = request
+        .get("id")
+        .filter(|_| request.get("method").is_some())
+    else {
+        return;
+    };
+    let answer = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {
+            "code": -32603,
+            "message": format!("toolwarden cannot start: {error}. {}", error.hint()),
+            "data": {"code": error.code()},
+        },
+    });
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{answer}");
+    let _ = out.flush();
+}
+
 /// The async runtime an HTTP server runs on.
 pub fn runtime() -> Result<tokio::runtime::Runtime, Error> {
     tokio::runtime::Builder::new_multi_thread()
