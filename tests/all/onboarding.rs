@@ -264,3 +264,36 @@ fn serve_http_says_where_it_listens_and_where_the_token_is() {
     assert!(said.contains("/mcp") && said.contains("/console"), "{said}");
     assert!(said.contains(token.to_str().unwrap()), "{said}");
 }
+
+#[test]
+fn a_server_that_cannot_start_does_not_wait_for_ever_on_a_silent_client() {
+    let person = Person::new();
+    let mut child = Command::new(binary())
+        .env_clear()
+        .env("HOME", person.home())
+        .current_dir("/")
+        .arg("serve")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("serve");
+    // The client never writes, and keeps its end open.
+    let _open = child.stdin.take();
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break Some(status);
+        }
+        if started.elapsed() > std::time::Duration::from_secs(30) {
+            let _ = child.kill();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(2),
+        "it exits with the error, not hangs"
+    );
+}

@@ -104,16 +104,37 @@ pub fn console_beside(
 /// Answers an MCP client's first request with why the server cannot
 /// start, before exiting: a client that started it sees the reason (the
 /// missing workspace, an untrusted config) instead of "connection closed".
-/// Only on a pipe: at a terminal the person reads stderr.
+/// Only on a pipe (at a terminal the person reads stderr), and only for a
+/// client that speaks within [`FIRST_REQUEST_WAIT`]: a silent one must not
+/// keep a failed server alive.
 pub fn refuse_the_client(error: &Error) {
-    use std::io::{BufRead, IsTerminal, Read, Write};
-    let stdin = std::io::stdin();
-    if stdin.is_terminal() {
+    use std::io::IsTerminal;
+    if std::io::stdin().is_terminal() {
         return;
     }
+    let message = format!("toolwarden cannot start: {error}. {}", error.hint());
+    let code = error.code();
+    let (answered, wait) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        answer_first_request(&message, code);
+        let _ = answered.send(());
+    });
+    let _ = wait.recv_timeout(FIRST_REQUEST_WAIT);
+}
+
+/// How long a server that cannot start waits for the client's first request.
+const FIRST_REQUEST_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+fn answer_first_request(message: &str, code: &str) {
+    use std::io::{BufRead, Read, Write};
     let mut line = String::new();
     // A first message larger than this is no initialize request.
-    if stdin.lock().take(1 << 20).read_line(&mut line).is_err() {
+    if std::io::stdin()
+        .lock()
+        .take(1 << 20)
+        .read_line(&mut line)
+        .is_err()
+    {
         return;
     }
     let Ok(request) = serde_json::from_str::<serde_json::Value>(&line) else {
@@ -128,11 +149,7 @@ pub fn refuse_the_client(error: &Error) {
     let answer = serde_json::json!({
         "jsonrpc": "2.0",
         "id": id,
-        "error": {
-            "code": -32603,
-            "message": format!("toolwarden cannot start: {error}. {}", error.hint()),
-            "data": {"code": error.code()},
-        },
+        "error": {"code": -32603, "message": message, "data": {"code": code}},
     });
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{answer}");
