@@ -77,6 +77,14 @@ fn main() {
         for line in e.lines().rev().take(5) {
             println!("cargo:warning={line}");
         }
+        // A failed build is tried again once the target appears (`make
+        // setup`), not kept until some watched source changes. A path
+        // that does not exist yet counts as changed on every build.
+        let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+        if let Ok(out) = Command::new(rustc).args(["--print", "sysroot"]).output() {
+            let sysroot = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+            println!("cargo:rerun-if-changed={sysroot}/lib/rustlib/wasm32-wasip2/lib");
+        }
     }
     let wasm_dir = target_dir.join("wasm32-wasip2/guest");
     let mut code = String::new();
