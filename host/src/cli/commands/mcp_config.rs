@@ -7,6 +7,7 @@
 //! workspace, and the plugins and state directories this shell resolves
 //! (so the client's host and the person's CLI share approvals and audit).
 
+use super::toml_string;
 use crate::cli::ExitStatus;
 use crate::cli::printer::Printer;
 use crate::config::Config;
@@ -98,10 +99,6 @@ fn document(client: Client, launch: &Launch) -> Value {
             json!({"mcpServers": {SERVER_NAME: launch.server()}})
         }
     }
-}
-
-fn toml_string(text: &str) -> String {
-    toml::Value::String(text.to_owned()).to_string()
 }
 
 /// Codex's `config.toml` table.

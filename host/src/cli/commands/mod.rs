@@ -71,3 +71,9 @@ fn profile_of(
     );
     Err(ExitStatus::Error)
 }
+
+/// `text` as a TOML string literal, quotes and escapes included: how the
+/// CLI writes a path or value into a file or snippet meant to be pasted.
+fn toml_string(text: &str) -> String {
+    toml::Value::String(text.to_owned()).to_string()
+}

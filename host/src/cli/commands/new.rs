@@ -122,13 +122,6 @@ fn empty_dir(dir: &Path) -> Result<PathBuf, Error> {
         })
 }
 
-fn toml_string(path: &Path) -> String {
-    path.display()
-        .to_string()
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-}
-
 pub fn run(
     name: &str,
     dir: Option<&Path>,
@@ -149,7 +142,7 @@ pub fn run(
     let fill = |template: &str| {
         template
             .replace("{{name}}", name)
-            .replace("{{sdk}}", &toml_string(&sdk))
+            .replace("{{sdk}}", &super::toml_string(&sdk.display().to_string()))
     };
     for (file, text) in [
         ("Cargo.toml", fill(CARGO_TOML)),
