@@ -95,6 +95,23 @@ pub enum Error {
         /// Where the command was started (the home directory or `/`).
         cwd: PathBuf,
     },
+
+    #[error(
+        "none of the folders the MCP client offers as its roots is a project folder (offered: {})",
+        list_paths(offered)
+    )]
+    NoProjectRoot {
+        /// The client's roots that are local folders, in its order.
+        offered: Vec<PathBuf>,
+    },
+}
+
+fn list_paths(paths: &[PathBuf]) -> String {
+    if paths.is_empty() {
+        return "no local folder".into();
+    }
+    let shown: Vec<String> = paths.iter().map(|p| format!("`{}`", p.display())).collect();
+    shown.join(", ")
 }
 
 impl Error {
@@ -114,7 +131,7 @@ impl Error {
             Error::State { .. } => "STATE",
             Error::Audit(_) => "AUDIT",
             Error::Scaffold { .. } => "SCAFFOLD",
-            Error::NoWorkspace { .. } => "NO_WORKSPACE",
+            Error::NoWorkspace { .. } | Error::NoProjectRoot { .. } => "NO_WORKSPACE",
         }
     }
 
@@ -182,7 +199,11 @@ impl Error {
                 see as /workspace: run it inside that folder, or name it with `--workspace DIR` \
                 (or TOOLWARDEN_WORKSPACE). An MCP client starts servers in your home folder or \
                 in `/`: `toolwarden mcp-config --client NAME` prints a configuration that names \
-                the workspace"
+                the workspace (a client that offers MCP roots names it itself)"
+                .into(),
+            Error::NoProjectRoot { .. } => "open a project folder in the client (not your home \
+                folder or `/`), or name the workspace in the server's configuration with \
+                `--workspace DIR`: `toolwarden mcp-config --client NAME` prints one"
                 .into(),
         }
     }
@@ -263,6 +284,7 @@ mod tests {
             Error::Audit(_) => 20,
             Error::Scaffold { .. } => 21,
             Error::NoWorkspace { .. } => 25,
+            Error::NoProjectRoot { .. } => 26,
         }
     }
 
@@ -367,6 +389,9 @@ mod tests {
             }),
             plugin(PluginError::FileName),
             Error::NoWorkspace { cwd: path() },
+            Error::NoProjectRoot {
+                offered: vec![path()],
+            },
         ]
     }
 
@@ -398,7 +423,8 @@ mod tests {
         undeclared network: PLUGIN_INVALID\n\
         unproven: PLUGIN_INVALID\n\
         file name: PLUGIN_INVALID\n\
-        no workspace: NO_WORKSPACE\n";
+        no workspace: NO_WORKSPACE\n\
+        no project root: NO_WORKSPACE\n";
 
     #[test]
     fn every_host_error_has_a_stable_code_and_a_hint() {

@@ -251,6 +251,20 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
         }
         Command::Serve(args) => match acting() {
             Ok(config) => commands::serve::run(config, args, printer),
+            // Where a client starts it: the client's roots may name one.
+            Err(error @ Error::NoWorkspace { .. })
+                if args.http.is_none() && !std::io::stdin().is_terminal() =>
+            {
+                let global = cli.global;
+                let load = move |workspace: &std::path::Path| {
+                    let global = GlobalArgs {
+                        workspace: Some(workspace.to_owned()),
+                        ..global
+                    };
+                    load_config(&global, Use::Acts, printer)
+                };
+                commands::serve::on_roots(&error, load, args, printer)
+            }
             Err(error) => {
                 if args.http.is_none() {
                     commands::serve::refuse_the_client(&error);

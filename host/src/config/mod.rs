@@ -11,8 +11,11 @@
 
 mod file;
 mod private;
+mod project;
 mod trust;
 
+use project::state_home;
+pub use project::{current_project, data_home, default_plugins_dir, project_among};
 pub use trust::Standing;
 
 use crate::capability::SandboxMode;
@@ -479,72 +482,12 @@ fn canonical_dir(what: &'static str, path: &Path) -> Result<PathBuf, Error> {
     Ok(canonical)
 }
 
-/// A directory from the environment, if it names one.
-fn env_dir(name: &str) -> Option<PathBuf> {
-    std::env::var_os(name)
-        .filter(|value| !value.is_empty())
-        .map(PathBuf::from)
-}
-
 /// Parses config text and compiles its policy, touching no file: what the
 /// config fuzz target exercises.
 #[cfg(feature = "fuzzing")]
 pub(crate) fn parse_policy(text: &str) -> Result<Policy, String> {
     let parsed = file::parse(text).map_err(|e| e.message().to_owned())?;
     Policy::compile(parsed.rules, parsed.network.allowance).map_err(|e| e.message)
-}
-
-/// Where plugins are loaded from when no directory is given:
-/// `$XDG_DATA_HOME/toolwarden/plugins`, else `~/.local/share/...`. Never a
-/// shared place such as `/tmp`, where another user could put plugins first.
-pub fn default_plugins_dir() -> Result<PathBuf, Error> {
-    data_home("plugins directory", "--plugins", "TOOLWARDEN_PLUGINS").map(|d| d.join("plugins"))
-}
-
-/// `$XDG_DATA_HOME/toolwarden`, else `~/.local/share/toolwarden`: where
-/// plugins and the SDK `toolwarden new` writes out live. `what`, `flag` and
-/// `env` name what needed it, for the error without either.
-pub fn data_home(
-    what: &'static str,
-    flag: &'static str,
-    env: &'static str,
-) -> Result<PathBuf, Error> {
-    env_dir("XDG_DATA_HOME")
-        .or_else(|| env_dir("HOME").map(|home| home.join(".local/share")))
-        .map(|data| data.join("toolwarden"))
-        .ok_or(Error::NoHome { what, flag, env })
-}
-
-/// The workspace when none is named: the current directory, unless it is
-/// the home directory or `/`. Those are where MCP clients and service
-/// managers start a process, never a project someone chose to govern, and
-/// the host's own state lives under the home directory.
-pub fn current_project() -> Result<PathBuf, Error> {
-    let cwd = std::env::current_dir().map_err(|source| Error::Directory {
-        what: "current directory",
-        path: PathBuf::from("."),
-        source,
-    })?;
-    let real = |dir: &Path| std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    let here = real(&cwd);
-    let home = env_dir("HOME").map(|home| real(&home));
-    if here.parent().is_none() || home.as_deref() == Some(here.as_path()) {
-        return Err(Error::NoWorkspace { cwd });
-    }
-    Ok(cwd)
-}
-
-/// `$XDG_STATE_HOME/toolwarden`, else `~/.local/state/toolwarden`; without
-/// either, the caller must name one (no shared fallback).
-fn state_home() -> Result<PathBuf, Error> {
-    env_dir("XDG_STATE_HOME")
-        .or_else(|| env_dir("HOME").map(|home| home.join(".local/state")))
-        .map(|state| state.join("toolwarden"))
-        .ok_or(Error::NoHome {
-            what: "state directory",
-            flag: "--state",
-            env: "TOOLWARDEN_STATE",
-        })
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ mod convert;
 mod http;
 mod input;
 mod questions;
+mod roots;
 mod running;
 mod stdio;
 mod task_requests;
@@ -34,7 +35,8 @@ mod watch;
 use running::progress_forwarder;
 
 pub use http::{Exposure, HttpOptions};
-pub use stdio::serve as serve_stdio;
+pub use roots::Refusal;
+pub use stdio::{HostFrom, Stopped, refuse as refuse_stdio, serve as serve_stdio};
 
 /// A tool as MCP `tools/list` shows it, as JSON (for `toolwarden schemas`).
 pub fn tool_json(spec: &crate::spec::ToolSpec) -> serde_json::Value {
@@ -169,25 +171,17 @@ impl Server {
         http::serve(host, options, beside, listening).await
     }
 
-    /// Serves this connection on stdin/stdout until the client goes away.
-    async fn serve_stdio(self) -> Result<(), String> {
+    /// Serves this connection on `transport` (stdin/stdout) until the
+    /// client goes away.
+    async fn serve_stdio<T>(self, transport: T) -> Result<(), String>
+    where
+        T: rmcp::transport::Transport<RoleServer> + Send + 'static,
+    {
         let watcher = tokio::spawn(watch::watch(Arc::clone(&self.host), self.peers.clone()));
-        let running = match stdio::pipes() {
-            Some((read, write)) => {
-                self.serve(task_requests::Dialect::new(transport::Stdio::new(
-                    read, write,
-                )))
-                .await
-            }
-            None => {
-                self.serve(task_requests::Dialect::new(transport::Stdio::new(
-                    tokio::io::stdin(),
-                    tokio::io::stdout(),
-                )))
-                .await
-            }
-        }
-        .map_err(|e| e.to_string())?;
+        let running = self
+            .serve(task_requests::Dialect::new(transport))
+            .await
+            .map_err(|e| e.to_string())?;
         // SIGTERM (how a client stops a server that does not go when its
         // stdin closes) or Ctrl-C ends the connection as a closed stdin
         // does: the calls in flight are cancelled and recorded, and the
@@ -230,20 +224,25 @@ impl Server {
     }
 }
 
+/// What the server tells a client in its `initialize` answer.
+fn server_info() -> ServerConfig {
+    ServerConfig::new(
+        ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_tasks()
+            .build(),
+    )
+    .with_server_info(Implementation::new("toolwarden", env!("CARGO_PKG_VERSION")))
+    .with_instructions(
+        "Tools run in a sandbox under a policy. An error result starts with its code \
+             (e.g. POLICY_DENIED, INVALID_ARGS) and says what you may do next.",
+    )
+}
+
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .enable_tasks()
-                .build(),
-        )
-        .with_server_info(Implementation::new("toolwarden", env!("CARGO_PKG_VERSION")))
-        .with_instructions(
-            "Tools run in a sandbox under a policy. An error result starts with its code \
-                 (e.g. POLICY_DENIED, INVALID_ARGS) and says what you may do next.",
-        )
+        server_info()
     }
 
     async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {

@@ -28,13 +28,19 @@
 //! shared with the HTTP server (each connection has its own [`Waiting`]).
 
 use super::Server;
+use super::roots::{self, Refusal};
+use super::transport::Stdio;
 use crate::controller::Controller;
+use rmcp::RoleServer;
+use rmcp::transport::Transport;
 use rustix::event::{PollFd, PollFlags, Timespec};
 use std::os::fd::AsFd;
 use std::os::unix::fs::FileTypeExt;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::unix::pipe;
 
 /// How long the connection's thread watches stdin before it sleeps: about
@@ -84,34 +90,179 @@ impl Waiting {
     }
 }
 
-/// Serves MCP on stdin/stdout until the client goes away, every request
-/// under `profile` when one is given. Blocks.
-pub fn serve(host: Arc<Controller>, profile: Option<Arc<str>>) -> Result<(), String> {
+/// Where a stdio connection's host comes from.
+pub enum HostFrom {
+    /// Made before the client spoke; every request under the profile, when
+    /// one is given.
+    Made(Arc<Controller>, Option<Arc<str>>),
+    /// Made once the client has listed its roots, from the local folders
+    /// among them (see `roots`); `choose` says why it cannot be made, and
+    /// a client that lists none is refused with `otherwise`.
+    Roots {
+        choose: Box<Choose>,
+        otherwise: Refusal,
+    },
+}
+
+/// Makes a host, and the profile it serves under, from a client's roots.
+pub type Choose = dyn FnOnce(&[PathBuf]) -> Result<(Arc<Controller>, Option<Arc<str>>), Refusal>;
+
+/// Why a stdio server ended other than by its client going away.
+#[derive(Debug)]
+pub enum Stopped {
+    /// It could not start, and told the client why.
+    Refused(Refusal),
+    /// It broke while serving.
+    Failed(String),
+}
+
+impl From<String> for Stopped {
+    fn from(failure: String) -> Stopped {
+        Stopped::Failed(failure)
+    }
+}
+
+/// Serves MCP on stdin/stdout until the client goes away. Blocks.
+pub fn serve(from: HostFrom) -> Result<(), Stopped> {
     let calls = tokio::runtime::Builder::new_multi_thread()
         .thread_name("toolwarden-call")
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the calls' runtime: {e}"))?;
+        .map_err(|e| Stopped::Failed(format!("cannot start the calls' runtime: {e}")))?;
     let waiting = Arc::new(Waiting::default());
     let watched = Arc::clone(&waiting);
     let connection = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .on_thread_park(move || watch_stdin(&watched))
         .build()
-        .map_err(|e| format!("cannot start the connection's runtime: {e}"))?;
-    let server = Server::over_stdio(host, calls.handle().clone(), waiting, profile);
-    // The connection answers first and tears down after: see `watch_stdin`.
-    Controller::defer_teardowns_on_this_thread();
-    let served = connection.block_on(server.serve_stdio());
-    // The connection has ended (stdin closed, or a signal), which cancelled
-    // its calls in flight: let them end, and be recorded, before the host
-    // goes; the connection's own tasks, which stop them, run meanwhile.
-    connection.block_on(calls_ended(&calls));
-    Controller::finish_deferred_teardowns();
-    // Calls still running hold timers of the connection's runtime: stop them
-    // before that runtime goes.
-    drop(calls);
-    served
+        .map_err(|e| Stopped::Failed(format!("cannot start the connection's runtime: {e}")))?;
+    let runtimes = Runtimes {
+        connection,
+        calls,
+        waiting,
+    };
+    // Pipes register with the connection's reactor.
+    let piped = {
+        let _inside = runtimes.connection.enter();
+        pipes()
+    };
+    match piped {
+        Some((read, write)) => runtimes.serve(Stdio::new(read, write), from),
+        None => runtimes.serve(Stdio::new(tokio::io::stdin(), tokio::io::stdout()), from),
+    }
+}
+
+/// Answers the client's first request on stdin (within
+/// [`roots::FIRST_REQUEST_WAIT`]) with why the server cannot start, and
+/// returns: a client sees the reason, not a closed connection.
+pub fn refuse(refusal: &Refusal) {
+    let Ok(connection) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return;
+    };
+    let piped = {
+        let _inside = connection.enter();
+        pipes()
+    };
+    let held = roots::Held::default();
+    let deadline = tokio::time::Instant::now() + roots::FIRST_REQUEST_WAIT;
+    match piped {
+        Some((read, write)) => connection.block_on(roots::refuse(
+            Stdio::new(read, write),
+            held,
+            refusal,
+            deadline,
+        )),
+        None => connection.block_on(roots::refuse(
+            Stdio::new(tokio::io::stdin(), tokio::io::stdout()),
+            held,
+            refusal,
+            deadline,
+        )),
+    }
+    // tokio's stdin may still wait on a blocking read.
+    connection.shutdown_background();
+}
+
+/// The runtimes one stdio connection runs on (see the module docs).
+struct Runtimes {
+    connection: tokio::runtime::Runtime,
+    calls: tokio::runtime::Runtime,
+    waiting: Arc<Waiting>,
+}
+
+impl Runtimes {
+    fn serve<R, W>(self, stdio: Stdio<R, W>, from: HostFrom) -> Result<(), Stopped>
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        match from {
+            HostFrom::Made(host, profile) => self.serve_host(host, profile, stdio),
+            HostFrom::Roots { choose, otherwise } => {
+                let started = tokio::time::Instant::now();
+                let opened = self.connection.block_on(roots::open(stdio))?;
+                // Made outside the runtime: making a host may start and
+                // wait on runtimes of its own.
+                let made = opened
+                    .roots
+                    .map_err(|why| Refusal {
+                        message: format!("{} ({why})", otherwise.message),
+                        ..otherwise
+                    })
+                    .and_then(|folders| choose(&folders));
+                match made {
+                    Ok((host, profile)) => self.serve_host(
+                        host,
+                        profile,
+                        roots::Replay::new(opened.transport, opened.held),
+                    ),
+                    Err(refusal) => {
+                        self.connection.block_on(roots::refuse(
+                            opened.transport,
+                            opened.held,
+                            &refusal,
+                            started + roots::FIRST_REQUEST_WAIT,
+                        ));
+                        // tokio's stdin may still wait on a blocking read.
+                        self.connection.shutdown_background();
+                        Err(Stopped::Refused(refusal))
+                    }
+                }
+            }
+        }
+    }
+
+    fn serve_host<T>(
+        self,
+        host: Arc<Controller>,
+        profile: Option<Arc<str>>,
+        transport: T,
+    ) -> Result<(), Stopped>
+    where
+        T: Transport<RoleServer> + Send + 'static,
+    {
+        let Runtimes {
+            connection,
+            calls,
+            waiting,
+        } = self;
+        let server = Server::over_stdio(host, calls.handle().clone(), waiting, profile);
+        // The connection answers first and tears down after: see `watch_stdin`.
+        Controller::defer_teardowns_on_this_thread();
+        let served = connection.block_on(server.serve_stdio(transport));
+        // The connection has ended (stdin closed, or a signal), which cancelled
+        // its calls in flight: let them end, and be recorded, before the host
+        // goes; the connection's own tasks, which stop them, run meanwhile.
+        connection.block_on(calls_ended(&calls));
+        Controller::finish_deferred_teardowns();
+        // Calls still running hold timers of the connection's runtime: stop them
+        // before that runtime goes.
+        drop(calls);
+        Ok(served?)
+    }
 }
 
 /// Longest wait for cancelled calls to end once the connection has: a
@@ -165,7 +316,7 @@ fn watch_stdin(waiting: &Waiting) {
 /// terminal, a file, a socket) keeps tokio's stdio, for both: making a pipe
 /// non-blocking changes the descriptor the process shares with its parent,
 /// and tokio's blocking stdio then fails with `EAGAIN` on it.
-pub(super) fn pipes() -> Option<(pipe::Receiver, pipe::Sender)> {
+fn pipes() -> Option<(pipe::Receiver, pipe::Sender)> {
     let fifo = |fd: std::os::fd::BorrowedFd<'_>| {
         let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
         let is_fifo = file.metadata().ok()?.file_type().is_fifo();

@@ -50,6 +50,18 @@ fn profile_of(
     profile: Option<String>,
     printer: Printer,
 ) -> Result<Option<Arc<str>>, ExitStatus> {
+    defined_profile(config, profile).map_err(|(message, hint)| {
+        printer.error(message, Some(&hint));
+        ExitStatus::Error
+    })
+}
+
+/// The profile named, if the config defines it; else what is wrong and
+/// what to do.
+fn defined_profile(
+    config: &Config,
+    profile: Option<String>,
+) -> Result<Option<Arc<str>>, (String, String)> {
     let Some(name) = profile else {
         return Ok(None);
     };
@@ -62,14 +74,11 @@ fn profile_of(
     } else {
         format!("the config defines {}", defined.join(", "))
     };
-    printer.error(
-        format!(
-            "the config defines no profile `{name}`{}",
-            crate::suggest::did_you_mean(&name, config.profile_names())
-        ),
-        Some(&hint),
+    let message = format!(
+        "the config defines no profile `{name}`{}",
+        crate::suggest::did_you_mean(&name, config.profile_names())
     );
-    Err(ExitStatus::Error)
+    Err((message, hint))
 }
 
 /// `text` as a TOML string literal, quotes and escapes included: how the

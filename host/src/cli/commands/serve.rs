@@ -6,7 +6,7 @@ use crate::cli::printer::Printer;
 use crate::config::Config;
 use crate::controller::Controller;
 use crate::error::Error;
-use crate::mcp::{self, Exposure, HttpOptions, Server};
+use crate::mcp::{self, Exposure, HostFrom, HttpOptions, Refusal, Server, Stopped};
 use crate::web_origin::AllowedOrigins;
 use std::sync::Arc;
 
@@ -102,58 +102,60 @@ pub fn console_beside(
 }
 
 /// Answers an MCP client's first request with why the server cannot
-/// start, before exiting: a client that started it sees the reason (the
-/// missing workspace, an untrusted config) instead of "connection closed".
-/// Only on a pipe (at a terminal the person reads stderr), and only for a
-/// client that speaks within [`FIRST_REQUEST_WAIT`]: a silent one must not
-/// keep a failed server alive.
+/// start, before exiting: a client that started it sees the reason (an
+/// untrusted config, a bad flag) instead of "connection closed". Only on a
+/// pipe: at a terminal the person reads stderr.
 pub fn refuse_the_client(error: &Error) {
     use std::io::IsTerminal;
-    if std::io::stdin().is_terminal() {
-        return;
+    if !std::io::stdin().is_terminal() {
+        mcp::refuse_stdio(&refusal(error));
     }
-    let message = format!("toolwarden cannot start: {error}. {}", error.hint());
-    let code = error.code();
-    let (answered, wait) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        answer_first_request(&message, code);
-        let _ = answered.send(());
-    });
-    let _ = wait.recv_timeout(FIRST_REQUEST_WAIT);
 }
 
-/// How long a server that cannot start waits for the client's first request.
-const FIRST_REQUEST_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
-
-fn answer_first_request(message: &str, code: &str) {
-    use std::io::{BufRead, Read, Write};
-    let mut line = String::new();
-    // A first message larger than this is no initialize request.
-    if std::io::stdin()
-        .lock()
-        .take(1 << 20)
-        .read_line(&mut line)
-        .is_err()
-    {
-        return;
+/// How the client is told that `error` stopped the server.
+fn refusal(error: &Error) -> Refusal {
+    Refusal {
+        code: error.code(),
+        message: error.to_string(),
+        hint: error.hint(),
     }
-    let Ok(request) = serde_json::from_str::<serde_json::Value>(&line) else {
-        return;
+}
+
+/// Serves stdio with the workspace taken from the client's roots (the
+/// first that holds a `toolwarden.toml`, else the first project folder):
+/// `load` makes the config for the folder chosen.
+/// `no_workspace` is what a client that offers none is told.
+pub fn on_roots(
+    no_workspace: &Error,
+    load: impl FnOnce(&std::path::Path) -> Result<Config, Error> + 'static,
+    args: ServeArgs,
+    printer: Printer,
+) -> Result<ExitStatus, Error> {
+    let choose = move |roots: &[std::path::PathBuf]| {
+        let workspace = crate::config::project_among(roots).map_err(|e| refusal(&e))?;
+        tracing::info!(
+            "serving the workspace `{}`, the client's root chosen from {} offered",
+            workspace.display(),
+            roots.len()
+        );
+        let config = load(&workspace).map_err(|e| refusal(&e))?;
+        let profile =
+            super::defined_profile(&config, args.profile).map_err(|(message, hint)| Refusal {
+                code: "CONFIG_INVALID",
+                message,
+                hint,
+            })?;
+        let host = Controller::new(config).map_err(|e| refusal(&e))?;
+        for failure in host.registry().failures() {
+            tracing::warn!("{failure}");
+        }
+        Ok((host, profile))
     };
-    let Some(id) = request
-        .get("id")
-        .filter(|_| request.get("method").is_some())
-    else {
-        return;
+    let from = HostFrom::Roots {
+        choose: Box::new(choose),
+        otherwise: refusal(no_workspace),
     };
-    let answer = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": {"code": -32603, "message": message, "data": {"code": code}},
-    });
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{answer}");
-    let _ = out.flush();
+    ended(mcp::serve_stdio(from), printer)
 }
 
 /// The async runtime an HTTP server runs on.
@@ -197,7 +199,7 @@ pub fn run(config: Config, args: ServeArgs, printer: Printer) -> Result<ExitStat
         tracing::warn!("{failure}");
     }
     let served = match http {
-        None => mcp::serve_stdio(host, profile),
+        None => mcp::serve_stdio(HostFrom::Made(host, profile)),
         Some(mut options) => {
             options.profile = profile;
             let runtime = runtime()?;
@@ -205,19 +207,29 @@ pub fn run(config: Config, args: ServeArgs, printer: Printer) -> Result<ExitStat
             let (console, announced) = console_beside(&host, &options);
             let token = token_note(&options, token_file.as_deref());
             let console_open = announced.is_some();
-            runtime.block_on(Server::serve_http(host, options, console, |bound| {
-                printer.note(format!("toolwarden: serving MCP at http://{bound}/mcp"));
-                if console_open {
-                    printer.note(format!("  console: http://{bound}/console"));
-                }
-                printer.note(format!("  {token}"));
-                printer.note("  stop with Ctrl-C");
-            }))
+            runtime
+                .block_on(Server::serve_http(host, options, console, |bound| {
+                    printer.note(format!("toolwarden: serving MCP at http://{bound}/mcp"));
+                    if console_open {
+                        printer.note(format!("  console: http://{bound}/console"));
+                    }
+                    printer.note(format!("  {token}"));
+                    printer.note("  stop with Ctrl-C");
+                }))
+                .map_err(Stopped::Failed)
         }
     };
+    ended(served, printer)
+}
+
+fn ended(served: Result<(), Stopped>, printer: Printer) -> Result<ExitStatus, Error> {
     match served {
         Ok(()) => Ok(ExitStatus::Success),
-        Err(e) => {
+        Err(Stopped::Refused(refusal)) => {
+            printer.coded_error(Some(refusal.code), &refusal.message, Some(&refusal.hint));
+            Ok(ExitStatus::Error)
+        }
+        Err(Stopped::Failed(e)) => {
             printer.error(format!("the MCP server stopped: {e}"), None);
             Ok(ExitStatus::Failure)
         }
