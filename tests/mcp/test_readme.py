@@ -22,20 +22,29 @@ MARKER = "<!-- the commands below run in `make test`"
 APPROVAL = re.compile(r"approvals approve ([A-Za-z0-9_-]+)")
 
 
+# The pages whose marked blocks run, in this order, in one shell: each goes
+# on from where the one before left (the README's project, its approvals).
+RUNNABLE_PAGES = ["README.md", "docs/approvals.md", "docs/policy.md", "docs/authoring.md"]
+
+
 def runnable_blocks(text: str) -> list[list[str]]:
-    """The ```sh blocks that follow the marker, one command per line."""
+    """The blocks that follow the marker: a ```sh block's commands, one per
+    line; a ```toml block is what a person adds to ./toolwarden.toml."""
     blocks = []
     lines = text.splitlines()
     for i, line in enumerate(lines):
         if not line.startswith(MARKER):
             continue
-        assert lines[i + 1] == "```sh", f"the marker on line {i + 1} is not followed by a sh block"
-        block = []
+        fence = lines[i + 1]
+        assert fence in ("```sh", "```toml"), f"the marker on line {i + 1} is not followed by a sh or toml block"
+        body = []
         for command in lines[i + 2 :]:
             if command == "```":
                 break
-            block.append(command)
-        blocks.append(block)
+            body.append(command)
+        if fence == "```toml":
+            body = ["cat >> toolwarden.toml <<'TOML'\n" + "\n".join(body) + "\nTOML"]
+        blocks.append(body)
     return blocks
 
 
@@ -71,10 +80,19 @@ def person(tmp_path, monkeypatch):
 
 
 def test_the_readme_is_a_door(person):
+    """The README's quick start, then the runnable examples of the docs (an
+    approval by hand, the trust commands, a plugin written, built, checked,
+    installed and called) in a fresh HOME, as a person would type them."""
     text = (ROOT / "README.md").read_text()
     assert len(text.encode()) <= 15 * 1024, f"README.md is {len(text.encode())} bytes"
     blocks = runnable_blocks(text)
     assert len(blocks) >= 2, "the quick start and the approval walk-through"
+    for page in RUNNABLE_PAGES[1:]:
+        found = runnable_blocks((ROOT / page).read_text())
+        assert found, f"{page} has no runnable block"
+        blocks += found
+    marked = [p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md") if MARKER in p.read_text()]
+    assert sorted(marked) == sorted(RUNNABLE_PAGES[1:]), "a marked page is missing from RUNNABLE_PAGES"
     shell = subprocess.Popen(
         ["bash", "--norc", "--noprofile"],
         cwd=ROOT,
@@ -118,7 +136,8 @@ def test_the_readme_is_a_door(person):
     whole = "\n".join(transcript)
     assert "42" in whole, whole
     assert "first draft" in whole, whole
-    assert (Path(person["HOME"]) / "demo" / "notes.txt").read_text() == "final", whole
+    assert (Path(person["HOME"]) / "demo" / "notes.txt").read_text() == "reviewed", whole
+    assert '"words": 3' in whole or '"words":3' in whole, whole
 
 
 @pytest.mark.anyio
