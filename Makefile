@@ -28,7 +28,7 @@ plugins: setup
 	cp $(foreach p,$(EXAMPLES),$(WASM_DIR)/$(p).wasm) target/plugins/
 
 build: setup
-	$(CARGO) build --release -p toolwarden
+	$(CARGO) build --release -p toolwarden-cli
 
 # The binary, its man pages and its bash and zsh completions under PREFIX;
 # the installed binary needs nothing from this checkout.
@@ -89,7 +89,7 @@ test: setup lint test-build
 	$(MAKE) py-test
 
 # The binary and the tests, with the features the whole workspace's tests
-# unify to. `cargo build -p toolwarden` alone unifies them differently, and
+# unify to. `cargo build -p toolwarden-cli` alone unifies them differently, and
 # wasmtime and everything above it would be compiled twice in a clean clone.
 test-build: setup
 	$(CARGO) test --release --workspace --no-run

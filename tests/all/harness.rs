@@ -227,11 +227,16 @@ fn refuse_stale(bin: &Path) {
     let Some(repo) = Path::new(env!("CARGO_MANIFEST_DIR")).parent() else {
         return;
     };
-    // What the binary is built from: the host's sources and templates (its
-    // own tests are not).
-    let newest = ["host/src", "host/templates", "host/Cargo.toml"]
-        .iter()
-        .filter_map(|part| newest_file(&repo.join(part)))
+    // What the binary is built from: each host crate's sources, templates
+    // and manifest (their own tests are not).
+    let crates = std::fs::read_dir(repo.join("host"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path());
+    let newest = crates
+        .flat_map(|dir| ["src", "templates", "Cargo.toml"].map(|part| dir.join(part)))
+        .filter_map(|part| newest_file(&part))
         .max();
     let (Ok(built), Some((newest, changed))) = (built, newest) else {
         return;

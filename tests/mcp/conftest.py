@@ -72,7 +72,7 @@ class Host:
     def server(self):
         from mcp import StdioServerParameters
 
-        assert BINARY.exists(), f"{BINARY} is missing: run `cargo build --release -p toolwarden`"
+        assert BINARY.exists(), f"{BINARY} is missing: run `make test-build`"
         return StdioServerParameters(command=str(BINARY), args=["serve"], env=self.env())
 
     def cli(self, *args: str):

@@ -1,0 +1,412 @@
+//! # `toolwarden-mcp` (host/mcp)
+//!
+//! Owns the MCP protocol: the only crate that names rmcp. Depends on the
+//! pipeline library (`toolwarden`, through its controller) and on
+//! `toolwarden-web` for browser origins; never decides a call itself, and
+//! never writes to stdout except through its transport.
+//!
+//! The MCP server: every governed tool, available to MCP clients.
+//!
+//! `tools/list` comes from the registry, with annotations derived from each
+//! tool's declared effects; tools the policy denies outright are left out
+//! unless `[mcp] list_denied = true`. `tools/call` goes through the
+//! controller like every other call; this module only translates. A call the
+//! policy asks about becomes a form elicitation for clients that declared
+//! that capability (accept runs it once through the approval book, decline
+//! or cancel denies it); other clients get `APPROVAL_REQUIRED` with the
+//! approval's id, and once a person approves it the same call, repeated on
+//! the same connection, runs once. A tool's question (`ask`) is asked the
+//! same ways (see `questions`). A plugin's `progress` becomes
+//! `notifications/progress`; `notifications/cancelled` stops the call. For
+//! clients that declared the tasks extension, a call that outlasts a moment
+//! goes on as a task (see `tasks`); a 2025-11-25 client may ask for one
+//! (see `task_requests`).
+//!
+//! One connection is one session, unless a request names its own
+//! ([`SESSION_META`]): budgets, duplicate detection and approvals are bound
+//! to it. Only this module names `rmcp`.
+
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod approvals;
+mod convert;
+mod http;
+mod input;
+mod questions;
+mod roots;
+mod running;
+mod stdio;
+mod task_requests;
+mod tasks;
+mod transport;
+mod watch;
+
+// The library's modules, by the names this code knew them under when it
+// was one crate with them.
+use toolwarden::{
+    approval, call, config, content, controller, outcome, presentation, question, spec, store,
+};
+use toolwarden_web as web_origin;
+
+use running::progress_forwarder;
+
+pub use http::{Exposure, HttpOptions};
+pub use roots::Refusal;
+pub use stdio::{HostFrom, Stopped, refuse as refuse_stdio, serve as serve_stdio};
+
+/// A tool as MCP `tools/list` shows it, as JSON (for `toolwarden schemas`).
+pub fn tool_json(spec: &crate::spec::ToolSpec) -> serde_json::Value {
+    serde_json::to_value(convert::tool(spec)).unwrap_or_default()
+}
+
+use crate::call::{CallRequest, MAX_SESSION_NAME, RawArgs, SessionId};
+use crate::controller::Controller;
+use crate::outcome::ErrorCode;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, CustomRequest, CustomResult,
+    GetTaskParams, GetTaskResult, Implementation, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool, UpdateTaskParams,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::runtime::Handle;
+
+/// How long a person has to answer an approval elicitation; no answer means
+/// nothing runs (the approval stays pending for `toolwarden approvals`).
+pub const ELICITATION_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// One MCP connection.
+#[derive(Clone)]
+pub struct Server {
+    host: Arc<Controller>,
+    session: SessionId,
+    peers: watch::Peers,
+    states: input::RequestStates,
+    tasks: tasks::Tasks,
+    /// Where calls that do not finish in their first poll go on.
+    calls: Handle,
+    /// Told when such a call finishes, on a stdio connection (whose thread
+    /// may be watching stdin rather than asleep).
+    waiting: Option<Arc<stdio::Waiting>>,
+    /// The profile the operator gave the server (`serve --profile`); when
+    /// set, what a request declares in `_meta` does not count.
+    profile: Option<Arc<str>>,
+}
+
+/// The `_meta` key a request declares its session's profile with.
+pub const PROFILE_META: &str = "toolwarden/profile";
+
+/// The `_meta` key a request names its session with, in place of its
+/// connection's: a client that spreads its calls over connections (or over
+/// hosts sharing a store) keeps one budget and one duplicate guard.
+pub const SESSION_META: &str = "toolwarden/session";
+
+impl Server {
+    /// A stdio connection whose long calls go on on the runtime `calls`
+    /// and, when they finish, tell `waiting`.
+    fn over_stdio(
+        host: Arc<Controller>,
+        calls: Handle,
+        waiting: Arc<stdio::Waiting>,
+        profile: Option<Arc<str>>,
+    ) -> Server {
+        let tasks = tasks::Tasks::new(host.config().mcp_tasks().clone());
+        let states = input::RequestStates::for_store(host.records().store());
+        Server {
+            waiting: Some(waiting),
+            ..Server::with_peers(host, watch::Peers::default(), states, tasks, calls, profile)
+        }
+    }
+
+    /// A connection that shares its list of peers to notify with others.
+    fn with_peers(
+        host: Arc<Controller>,
+        peers: watch::Peers,
+        states: input::RequestStates,
+        tasks: tasks::Tasks,
+        calls: Handle,
+        profile: Option<Arc<str>>,
+    ) -> Server {
+        Server {
+            host,
+            session: SessionId::new(),
+            peers,
+            states,
+            tasks,
+            calls,
+            waiting: None,
+            profile,
+        }
+    }
+
+    /// The profile a request runs under: the server's, else the one its
+    /// `_meta` declares. A declared value that is not a string names no
+    /// profile the config could define, so it fails closed like a typo.
+    fn profile(&self, meta: &rmcp::model::RequestMetaObject) -> Option<Arc<str>> {
+        if let Some(pinned) = &self.profile {
+            return Some(Arc::clone(pinned));
+        }
+        // Shown in refusals and kept in the audit: written as one line, so
+        // a newline or an escape in it reaches nobody as such (a defined
+        // profile's name has none, so it still fails closed).
+        meta.0.get(PROFILE_META).map(|declared| match declared {
+            serde_json::Value::String(name) => Arc::from(crate::presentation::one_line(name)),
+            other => Arc::from(other.to_string()),
+        })
+    }
+
+    /// The session a request runs in: the one its `_meta` names, else its
+    /// connection's. A name is 1 to 128 letters, digits, `.`, `_`, `:` or
+    /// `-`, so it cannot smuggle anything into the logs that show it.
+    fn session(&self, meta: &rmcp::model::RequestMetaObject) -> Result<SessionId, McpError> {
+        let Some(declared) = meta.0.get(SESSION_META) else {
+            return Ok(self.session.clone());
+        };
+        match declared.as_str() {
+            Some(name) if SessionId::is_valid_name(name) => Ok(SessionId::from(name.to_owned())),
+            _ => Err(McpError::invalid_params(
+                format!(
+                    "toolwarden: `_meta.{SESSION_META}` must be a string of 1 to \
+                     {MAX_SESSION_NAME} letters, digits, `.`, `_`, `:` or `-`; nothing ran"
+                ),
+                None,
+            )),
+        }
+    }
+
+    /// Serves MCP over Streamable HTTP until the process stops; `listening`
+    /// hears the bound address once requests can come in.
+    pub async fn serve_http(
+        host: Arc<Controller>,
+        options: HttpOptions,
+        beside: axum::Router,
+        listening: impl FnOnce(std::net::SocketAddr) + Send,
+    ) -> Result<(), String> {
+        http::serve(host, options, beside, listening).await
+    }
+
+    /// Serves this connection on `transport` (stdin/stdout) until the
+    /// client goes away.
+    async fn serve_stdio<T>(self, transport: T) -> Result<(), String>
+    where
+        T: rmcp::transport::Transport<RoleServer> + Send + 'static,
+    {
+        let watcher = tokio::spawn(watch::watch(Arc::clone(&self.host), self.peers.clone()));
+        let running = self
+            .serve(task_requests::Dialect::new(transport))
+            .await
+            .map_err(|e| e.to_string())?;
+        // SIGTERM (how a client stops a server that does not go when its
+        // stdin closes) or Ctrl-C ends the connection as a closed stdin
+        // does: the calls in flight are cancelled and recorded, and the
+        // host is dropped in order, so its audit writer commits what is
+        // queued (the signal's default action would lose the last batch).
+        let stop = running.cancellation_token();
+        let signals = tokio::spawn(async move {
+            if http::stop_requested().await.is_ok() {
+                stop.cancel();
+            }
+        });
+        let ended = running.waiting().await.map_err(|e| e.to_string());
+        signals.abort();
+        watcher.abort();
+        ended.map(drop)
+    }
+
+    /// The call a `tools/call` asks for, in the session and under the
+    /// profile it runs in.
+    fn call_request(
+        &self,
+        params: &mut CallToolRequestParams,
+        cx: &RequestContext<RoleServer>,
+    ) -> Result<CallRequest, McpError> {
+        // The SDK parsed the arguments with the request: they go on as an
+        // object, written out once, as the canonical form.
+        let args = params
+            .arguments
+            .take()
+            .map_or(RawArgs::Text(String::new()), RawArgs::from);
+        let mut request =
+            CallRequest::new(params.name.to_string(), args).in_session(self.session(&cx.meta)?);
+        request.profile = self.profile(&cx.meta);
+        Ok(request)
+    }
+
+    fn tools(&self, profile: Option<&str>) -> Vec<Tool> {
+        self.host
+            .offered_tools(profile, |tool| convert::tool(tool.spec()))
+    }
+}
+
+/// What the server tells a client in its `initialize` answer.
+fn server_info() -> ServerConfig {
+    ServerConfig::new(
+        ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_tasks()
+            .build(),
+    )
+    .with_server_info(Implementation::new("toolwarden", env!("CARGO_PKG_VERSION")))
+    .with_instructions(
+        "Tools run in a sandbox under a policy. An error result starts with its code \
+             (e.g. POLICY_DENIED, INVALID_ARGS) and says what you may do next.",
+    )
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        server_info()
+    }
+
+    async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
+        self.peers.add_legacy(cx.peer);
+    }
+
+    /// A 2026-07-28 `subscriptions/listen` stream: only
+    /// `toolsListChanged` exists here (no prompts, no resources).
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    /// Tells the stream each time the plugins directory changes the tool
+    /// list, until the client cancels it or the watcher stops.
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), McpError> {
+        let mut changes = self.peers.changes();
+        let wanted = subscription.accepted().tools_list_changed == Some(true);
+        loop {
+            tokio::select! {
+                () = subscription.cancelled() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return Ok(());
+                    }
+                    if wanted
+                        && let Err(e) = subscription.sink().notify_tool_list_changed().await
+                    {
+                        tracing::debug!("cannot tell a subscription the tool list changed: {e}");
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let profile = self.profile(&cx.meta);
+        Ok(ListToolsResult::with_all_items(
+            self.tools(profile.as_deref()),
+        ))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.host
+            .registry()
+            .get(name)
+            .map(|tool| convert::tool(tool.spec()))
+    }
+
+    async fn call_tool(
+        &self,
+        mut params: CallToolRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let mut request = self.call_request(&mut params, &cx)?;
+        self.refuse_untasked(&request.tool, &cx)?;
+        let modern = cx
+            .protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        if modern && let Some(refusal) = self.take_up(&params, &mut request)? {
+            return Ok(convert::result(*refusal).into());
+        }
+        let (progress, forwarder) = progress_forwarder(&cx).unzip();
+        request.progress = progress;
+        // Boxed like the elicitation below, and only for clients that
+        // declared the extension: the wait for a task is rare and its
+        // future large, and every other call skips the allocation.
+        let begun = if tasks::declared_tasks(&cx) {
+            Box::pin(self.begin(request.clone(), &cx)).await?
+        } else {
+            tasks::Begun::Usual
+        };
+        let mut result = match begun {
+            // The call goes on in its task; its progress forwarder, if any,
+            // ends with it.
+            tasks::Begun::Task(created) => return Ok(created),
+            tasks::Begun::Ended(result) => *result,
+            tasks::Begun::Usual => self.run(request.clone(), &cx).await,
+        };
+        let mut asked = None;
+        if modern {
+            match result.code() {
+                Some(ErrorCode::ApprovalRequired) => {
+                    if let Some(id) = result.approval_id.clone() {
+                        asked = self.ask_to_retry(&cx, id, &request);
+                    }
+                }
+                Some(ErrorCode::InputRequired) => {
+                    asked = self.hand_question(&cx, &request, &result);
+                }
+                _ => {}
+            }
+        } else if tasks::stops_for_a_person(&result)
+            && !cx.peer.supported_elicitation_modes().is_empty()
+        {
+            // Boxed: inline, this rare wait (kilobytes of future) would make
+            // every call's future that much larger, and rmcp moves a
+            // request's future when it spawns it.
+            result = Box::pin(self.ask_the_person(&cx, &mut request, result)).await;
+        }
+        drop(request);
+        if let Some(forwarder) = forwarder {
+            let _ = forwarder.await;
+        }
+        Ok(asked.unwrap_or_else(|| convert::result(result).into()))
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        self.answer_task_request(request, cx).await
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        self.tasks
+            .manager()
+            .get_task(&request.task_id)
+            .map(GetTaskResult::new)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.tasks
+            .manager()
+            .update_task(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.tasks.manager().cancel_task(&request.task_id)
+    }
+}

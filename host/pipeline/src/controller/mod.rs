@@ -1,0 +1,617 @@
+//! The controller: the one place that orders the pipeline, and the only path
+//! from a request to a plugin.
+//!
+//! materialize -> resolve -> validate -> authorize -> guard -> approve -> run
+//! -> check. Each step takes the previous step's type by value and returns
+//! the next, so the order is checked by the compiler; this file wires them,
+//! writes the audit trail (everything before execution is on disk before the
+//! plugin starts), and turns the outcome into a [`CallResult`]. It holds no
+//! rule of its own.
+
+mod children;
+mod preview;
+mod shown;
+
+pub use shown::ShownCall;
+mod trail;
+
+use crate::approval;
+use crate::audit::Event;
+use crate::call::CallRequest;
+use crate::config::Config;
+use crate::error::Error;
+use crate::guards::Guards;
+use crate::idempotency::{self, Claimed, Keys};
+use crate::materialize::Arguments;
+use crate::outcome::{CallError, CallResult, ErrorCode, Status};
+use crate::output::{self, CheckedOutput};
+use crate::policy::{Caller, Decision, Explanation, Verdict};
+use crate::records::Records;
+use crate::registry::{Plugin, Registry, Tool};
+use crate::sandbox::{RunContext, Sandbox};
+use crate::scheduler;
+use crate::validation;
+use crate::workspace::{LocatedPath, Workspace};
+use children::Children;
+use futures::StreamExt;
+use std::path::Path;
+use std::sync::{Arc, RwLock, Weak};
+use std::time::Instant;
+use trail::{Trail, describe_paths};
+
+/// The state directory's subdirectory that calls are rehearsed in.
+const REHEARSALS_DIR: &str = "rehearsals";
+
+/// A loaded host: config, registry, guards, records and sandbox.
+#[derive(Debug)]
+pub struct Controller {
+    /// The host itself, lent to the calls its tools make through `compose`.
+    me: Weak<Controller>,
+    config: Config,
+    /// Swapped whole on reload; a call holds the `Arc` of the version it
+    /// started with until it ends.
+    registry: RwLock<Arc<Registry>>,
+    workspace: Workspace,
+    guards: Guards,
+    records: Records,
+    sandbox: Sandbox,
+    keys: Keys,
+}
+
+/// What `inspect` reports about one plugin file.
+#[derive(Debug)]
+pub struct Inspection {
+    pub plugin: Arc<Plugin>,
+    pub tools: Vec<Tool>,
+}
+
+impl Controller {
+    /// Sets up the sandbox, opens the records and loads every plugin. A
+    /// plugin that fails is skipped and listed in [`Registry::failures`]; a
+    /// duplicate tool name is an error. Shared from the start, because the
+    /// calls a tool makes through `compose` run on the same host.
+    pub fn new(config: Config) -> Result<Arc<Controller>, Error> {
+        let records = Records::open(&config)?;
+        records
+            .audit_log()
+            .start_retention(&config.audit_retention)?;
+        let engine = config.engine()?;
+        let registry = Registry::load(
+            &config.plugins_dir,
+            &engine,
+            config.load_progress.as_ref().map(|p| &*p.0),
+        )?;
+        let sandbox = Sandbox::new(
+            engine,
+            config.retry,
+            config.state_dir.join(REHEARSALS_DIR),
+            config.approvals.rehearsal,
+        );
+        let guards = Guards::new(
+            config.sandbox,
+            config.budget.clone(),
+            records.store(),
+            Arc::clone(&config.egress),
+            config.limits.longest_hold(),
+        );
+        let workspace = open_workspace(&config)?;
+        let keys = Keys::new(
+            records.store(),
+            config.idempotency_window,
+            config.limits.longest_hold(),
+        );
+        Ok(Arc::new_cyclic(|me| Controller {
+            me: me.clone(),
+            keys,
+            config,
+            registry: RwLock::new(Arc::new(registry)),
+            workspace,
+            guards,
+            records,
+            sandbox,
+        }))
+    }
+
+    /// Loads plugins and policy as a host would and lists every problem,
+    /// running no tool (see [`crate::check`]).
+    pub fn check(
+        config: &Config,
+        target: Option<&Path>,
+        scope: crate::check::Scope,
+    ) -> Result<crate::check::Report, Error> {
+        crate::check::check(config, target, scope)
+    }
+
+    /// Loads one plugin file on its own, without the plugins directory.
+    pub fn inspect(config: &Config, file: &Path) -> Result<Inspection, Error> {
+        let engine = config.engine()?;
+        let (plugin, tools) =
+            Registry::load_file(file, &engine).map_err(|source| Error::Plugin {
+                file: file.to_owned(),
+                source,
+            })?;
+        Ok(Inspection { plugin, tools })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The tools being served now.
+    pub fn registry(&self) -> Arc<Registry> {
+        Arc::clone(
+            &self
+                .registry
+                .read()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        )
+    }
+
+    /// Loads the plugins directory again and swaps the registry in one step,
+    /// unless the config file changed since the host started (refused with
+    /// `CONFIG_UNTRUSTED`).
+    /// Plugins already serving keep their tools; a new file that fails to
+    /// load or claims a name already served is rejected (and listed in the
+    /// new registry's failures) while the rest keep serving. Blocks while new
+    /// plugins compile. Returns whether the set of tools changed.
+    pub fn reload(&self) -> Result<bool, Error> {
+        // A changed policy file means someone rewrote what governs this
+        // host; it keeps serving what it has, and loads nothing new.
+        self.config.still_as_started()?;
+        let current = self.registry();
+        let next = Registry::reload(&self.config.plugins_dir, self.sandbox.engine(), &current)?;
+        let changed = next.fingerprint() != current.fingerprint();
+        for failure in next.failures() {
+            tracing::warn!("{failure}");
+        }
+        *self
+            .registry
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(next);
+        Ok(changed)
+    }
+
+    /// The approval book and the audit log.
+    pub fn records(&self) -> &Records {
+        &self.records
+    }
+
+    /// What the policy decides for calls to `tool`, before arguments are
+    /// known (`depends_on_args` says whether they could change it).
+    pub fn decision(&self, tool: &Tool) -> Decision {
+        self.config
+            .policy
+            .evaluate(&tool.spec, tool.plugin.file_name(), None)
+    }
+
+    /// The tools an agent in a session with `profile` is shown, each
+    /// through `show`: every tool of its profile the policy could let run
+    /// (all of them with `[mcp] list_denied = true`).
+    pub fn offered_tools<R>(
+        &self,
+        profile: Option<&str>,
+        mut show: impl FnMut(&Tool) -> R,
+    ) -> Vec<R> {
+        let list_denied = self.config.mcp_list_denied();
+        let set = self.config.tool_set(profile);
+        self.registry()
+            .tools_in(&set)
+            .filter(|tool| {
+                let decision = self.decision(tool);
+                list_denied || decision.depends_on_args || decision.verdict != Verdict::Deny
+            })
+            .map(|tool| show(tool))
+            .collect()
+    }
+
+    /// What every policy rule makes of a call, without running anything:
+    /// paths are resolved as for a call, and those that lead elsewhere
+    /// than they read are listed with both forms.
+    pub fn explain(&self, tool: &str, args: &str) -> Result<Explanation, CallError> {
+        let args = Arguments::materialize(args)?;
+        let resolved = self
+            .registry()
+            .resolve(tool, args, &crate::profile::ToolSet::All)?;
+        let tool = resolved.tool();
+        let written = resolved.args().value();
+        let paths = self.workspace.paths(&tool.input, written);
+        let uris = Workspace::uris(&tool.input, written);
+        let rewritten = Workspace::rewrite(written, &paths, &uris);
+        let mut explanation = self.config.policy.explain(
+            &tool.spec,
+            tool.plugin.file_name(),
+            Some(rewritten.as_ref().unwrap_or(written)),
+            rewritten.as_ref().map(|_| written),
+            crate::policy::Caller::Agent,
+        );
+        explanation.paths = paths.into_iter().filter(LocatedPath::noteworthy).collect();
+        Ok(explanation)
+    }
+
+    /// Runs one call through the whole pipeline. Always returns a result.
+    pub async fn handle(&self, request: CallRequest) -> CallResult {
+        let started = Instant::now();
+        let mut trail = Trail::new(&request);
+        let outcome = self.pipeline(&request, &mut trail).await;
+        self.finish(request, trail, outcome, started)
+    }
+
+    /// Runs the calls of one model turn: parallel-safe neighbours together,
+    /// everything else alone (see [`crate::scheduler`]). Results come back in
+    /// call order. Calls beyond `budget.max_calls_per_turn` do not run.
+    pub async fn handle_batch(&self, mut calls: Vec<CallRequest>) -> Vec<CallResult> {
+        let turn = crate::call::fresh_id();
+        for call in &mut calls {
+            call.turn.get_or_insert_with(|| Arc::clone(&turn));
+        }
+        let over = match self.config.budget.max_calls_per_turn {
+            Some(max) if calls.len() as u64 > max => calls.split_off(max as usize),
+            Some(_) | None => Vec::new(),
+        };
+        let mut results = Vec::with_capacity(calls.len() + over.len());
+        for group in scheduler::groups(&self.registry(), calls) {
+            let done: Vec<CallResult> = futures::stream::iter(group)
+                .map(|call| self.handle(call))
+                .buffered(self.config.max_parallel)
+                .collect()
+                .await;
+            results.extend(done);
+        }
+        for call in over {
+            let refusal = CallError::new(
+                ErrorCode::BudgetExceeded,
+                "this turn asked for more calls than `budget.max_calls_per_turn` allows; this one did not run",
+            );
+            results.push(self.refuse(call, refusal));
+        }
+        results
+    }
+
+    /// Makes this thread answer before it tears down the sandboxes of the
+    /// calls it ran, until [`Controller::finish_deferred_teardowns`]: for a
+    /// thread that serves a client and has a moment when it would otherwise
+    /// wait (see `sandbox::teardown`).
+    pub fn defer_teardowns_on_this_thread() {
+        crate::sandbox::defer_on_this_thread();
+    }
+
+    /// Tears down the sandboxes this thread kept.
+    pub fn finish_deferred_teardowns() {
+        crate::sandbox::finish_deferred();
+    }
+
+    /// Sandbox instances free right now (`limits.max_instances` when no call
+    /// runs): lets the soak test prove that no call leaks one.
+    #[doc(hidden)]
+    pub fn free_instances(&self) -> usize {
+        self.sandbox.free_instances()
+    }
+
+    /// Refuses a call before the pipeline sees it (over a turn's budget, or
+    /// a front end found it unusable, e.g. a replayed MCP request state),
+    /// recorded like any other refusal.
+    pub fn refuse(&self, request: CallRequest, error: CallError) -> CallResult {
+        let trail = Trail::new(&request);
+        self.finish(request, trail, Err(error), Instant::now())
+    }
+
+    /// Records how a call ended and freezes its result.
+    fn finish(
+        &self,
+        request: CallRequest,
+        mut trail: Trail,
+        outcome: Result<CheckedOutput, CallError>,
+        started: Instant,
+    ) -> CallResult {
+        let subject = Arc::clone(&trail.subject);
+        if let Err(error) = &outcome {
+            trail.end(|| format!("stopped: {}: {}", error.code, error.message));
+        }
+        let duration_us = started.elapsed().as_micros() as u64;
+        let (status, value, content, blocks, error) = match outcome {
+            Ok(checked) => {
+                let (value, content, blocks) = checked.into_parts();
+                (Status::Ok, Some(value), Some(content), blocks, None)
+            }
+            Err(error) => (error.code.status(), None, None, Vec::new(), Some(error)),
+        };
+        let output_bytes = content.as_ref().map_or(0, String::len)
+            + blocks
+                .iter()
+                .map(crate::content::Block::size)
+                .sum::<usize>();
+        trail.close(
+            status,
+            error.as_ref(),
+            duration_us,
+            output_bytes,
+            value.clone(),
+            &blocks,
+        );
+        let events = std::mem::take(&mut trail.events);
+        if let Err(e) = self
+            .records
+            .audit_log()
+            .record(&subject, events, trail.execution.take())
+        {
+            tracing::error!(
+                call = &*subject.call_id,
+                "the audit trail of this call could not be written: {e}"
+            );
+        }
+        tracing::debug!(
+            call = &*subject.call_id,
+            tool = &*subject.tool,
+            ?status,
+            duration_us,
+            "call finished"
+        );
+        CallResult {
+            call_id: subject.call_id.to_string(),
+            tool: request.tool,
+            status,
+            value,
+            content,
+            blocks,
+            approval_id: error.as_ref().and_then(|e| e.approval_id.clone()),
+            questions: error
+                .as_ref()
+                .map(|e| e.questions.clone())
+                .unwrap_or_default(),
+            error,
+            duration_us,
+            fuel_used: trail.fuel_used,
+            trace: trail.trace.unwrap_or_default(),
+            replayed_from: trail.replayed_from,
+            children: trail.children,
+        }
+    }
+
+    async fn pipeline(
+        &self,
+        request: &CallRequest,
+        trail: &mut Trail,
+    ) -> Result<CheckedOutput, CallError> {
+        if request.cancel.is_cancelled() {
+            return Err(CallError::new(
+                ErrorCode::Cancelled,
+                "the call was cancelled before it started; it did not run",
+            ));
+        }
+        trail.begin("materialize");
+        let args = Arguments::from_raw(&request.args)?;
+        trail.end(|| format!("canonical arguments, SHA-256 {}", &args.digest()[..16]));
+        trail.events.push(Event::Call {
+            args: args.shared_value(),
+            args_digest: args.shared_digest(),
+            profile: request.profile.clone(),
+            turn: request.turn.clone(),
+            parent: request.lineage.as_ref().map(|l| l.parent_call_id.shared()),
+            root: request.lineage.as_ref().map(|l| l.root_call_id.shared()),
+        });
+        if request.lineage.is_some() {
+            trail.begin("nesting");
+            self.config
+                .nesting
+                .check(request.lineage.as_deref(), &request.tool)?;
+            trail.end(|| "within the depth and fan-out bounds, no cycle".into());
+        }
+        trail.begin("resolve");
+        let tools = self.config.tool_set(request.profile.as_deref());
+        let resolved = self.registry().resolve(&request.tool, args, &tools)?;
+        trail.end(|| format!("plugin `{}`", resolved.tool().plugin.file_name()));
+        trail.begin("validate");
+        let validated = validation::validate(resolved)?;
+        trail.end(|| "the arguments match the input schema".into());
+        trail.begin("paths");
+        let (located, _lease) = self.workspace.locate(validated).await?;
+        trail.end(|| describe_paths(located.paths()));
+        if located.written().is_some() {
+            trail.events.push(Event::Paths {
+                paths: located.paths().to_vec(),
+                uris: located.uris().to_vec(),
+                args_digest: located.call().resolved().args().shared_digest(),
+            });
+        }
+        trail.begin("policy");
+        let caller = match &request.lineage {
+            Some(lineage) => Caller::Tool(lineage.parent_tool()),
+            None => Caller::Agent,
+        };
+        let authorized = match self
+            .config
+            .policy
+            .authorize(located, self.config.sandbox, caller)
+        {
+            Ok(authorized) => authorized,
+            Err(denied) => {
+                trail.events.push(Event::policy(&denied.decision));
+                return Err(approval::policy_refused(denied.error(), request));
+            }
+        };
+        trail.events.push(Event::policy(authorized.decision()));
+        trail.end(|| {
+            format!(
+                "{}: {}",
+                authorized.decision().verdict.as_str(),
+                authorized.decision().reason
+            )
+        });
+        // A keyed call whose policy lets it run (or that brings the
+        // approval it ran under) may be answered from its key's record; a
+        // call that still needs a person's approval is not looked up.
+        let keyed = authorized.call().resolved().tool().spec.keyed
+            && (authorized.decision().verdict == Verdict::Allow || request.approval.is_some());
+        let claim = if keyed {
+            trail.begin("idempotency");
+            let key = idempotency::key(
+                request.session.as_str(),
+                &request.tool,
+                authorized.call().resolved().args().digest(),
+                request.approval.as_deref(),
+            );
+            match self.keys.claim(key.clone(), &request.call_id)? {
+                Claimed::Replay {
+                    original_call_id,
+                    output,
+                } => {
+                    trail.end(|| format!("answered with the output of `{original_call_id}`"));
+                    trail.events.push(Event::Replayed {
+                        key,
+                        original_call_id: original_call_id.clone(),
+                    });
+                    trail.replayed_from = Some(original_call_id);
+                    return Ok(output);
+                }
+                Claimed::Fresh(claim) => {
+                    trail.end(|| format!("key {} claimed", &claim.key()[..16]));
+                    Some(claim)
+                }
+            }
+        } else {
+            None
+        };
+        // A call a person is asked about is shown to them, once the
+        // approval exists (see `preview`).
+        let previewed = (authorized.decision().verdict == Verdict::Ask).then(|| {
+            let resolved = authorized.call().resolved();
+            preview::Previewed {
+                tool: Arc::clone(resolved.tool()),
+                args: resolved.args().canonical().to_owned(),
+                grant: authorized.grant().clone(),
+            }
+        });
+        trail.begin("guards");
+        let (admitted, reservation) = self.guards.check(authorized, &request.session)?;
+        trail.end(|| "sandbox mode, paths, budgets and duplicates: passed".into());
+        trail.begin("approval");
+        let mut noted = Vec::new();
+        let admission =
+            self.records
+                .approval_book()
+                .admit(admitted, request, &self.workspace, &mut noted);
+        let asked = noted.iter().find_map(|step| match step {
+            approval::ApprovalStep::Asked { approval_id, .. } => Some(approval_id.clone()),
+            approval::ApprovalStep::Consumed { .. } => None,
+        });
+        trail.events.extend(noted.into_iter().map(Event::from));
+        if let (Some(id), Some(previewed)) = (asked, previewed) {
+            self.preview(request, &id, previewed, trail).await;
+        }
+        let prepared = admission?;
+        trail.end(|| {
+            format!(
+                "cleared to run with filesystem {}, network {}",
+                prepared.grant().fs.as_str(),
+                prepared.grant().net
+            )
+        });
+        trail.begin("audit");
+        // With `durability = "sync"`, nothing runs unless the trail so far is
+        // on disk; batched, it is queued ahead of the call's end.
+        self.records
+            .audit_log()
+            .record(&trail.subject, std::mem::take(&mut trail.events), None)
+            .map_err(|e| {
+                CallError::new(
+                    ErrorCode::HostError,
+                    format!("the audit log could not be written, so the call did not run: {e}"),
+                )
+            })?;
+        trail.end(|| "the call and its decisions are committed".into());
+        trail.ran = true;
+        let tool = Arc::clone(prepared.tool());
+        trail.ran_on = Some(crate::audit::RanOn(Arc::clone(&tool.plugin)));
+        // Like a wait for a free sandbox, a wait for the plugin's code ends
+        // in an outcome (cancelled, it says the call did not run), and it
+        // is not run time: the budget's clock starts after it.
+        self.sandbox.code_ready(&prepared, &request.cancel).await?;
+        let children = tool
+            .plugin
+            .loaded
+            .composes()
+            .then(|| Arc::new(Children::of(self.me.clone(), request, &tool.name)));
+        let cx = RunContext {
+            call_id: request.call_id.clone(),
+            session: request.session.clone(),
+            cancel: request.cancel.clone(),
+            progress: request.progress.clone(),
+            children: children
+                .clone()
+                .map(|c| c as Arc<dyn crate::call::ChildCalls>),
+            answers: Arc::new(request.answers.clone()),
+        };
+        let started = Instant::now();
+        trail.begin("sandbox");
+        let execution = self.sandbox.run(prepared, cx, &self.workspace).await;
+        // A run that stopped at a question, or whose rehearsed change the
+        // sandbox refused to apply, took no effect a repeat would double:
+        // it counts as a call, not as a run with these arguments.
+        let took_no_effect = matches!(
+            &execution.result,
+            Err(e) if matches!(e.code, ErrorCode::InputRequired | ErrorCode::ApprovalInvalid)
+        );
+        trail.execution = Some(if took_no_effect {
+            reservation.stopped_to_ask(started.elapsed())
+        } else {
+            reservation.executed(started.elapsed())
+        });
+        trail.fuel_used = execution.fuel_used;
+        trail
+            .events
+            .extend(execution.retried.into_iter().map(Event::Retried));
+        trail
+            .events
+            .extend(execution.requests.into_iter().map(Event::Request));
+        trail
+            .events
+            .extend(execution.asked.into_iter().map(Event::Question));
+        let attached = match children {
+            Some(children) => {
+                children.settle().await;
+                let (calls, contents) = children.finished();
+                trail.children = calls;
+                Some(contents)
+            }
+            None => None,
+        };
+        let returned = execution.result?;
+        trail.end(|| {
+            format!(
+                "instantiated and ran, fuel used {}",
+                execution.fuel_used.unwrap_or(0)
+            )
+        });
+        trail.begin("output");
+        let max_bytes = self.config.limits.max_output_bytes;
+        let mut checked = output::check(&tool, returned, max_bytes)?;
+        if let Some(contents) = attached.filter(|c| !c.is_empty()) {
+            checked = checked.with_children(contents, max_bytes);
+        }
+        trail.end(|| "size and output schema: ok".into());
+        if let Some(claim) = claim {
+            claim.complete(&checked);
+        }
+        Ok(checked)
+    }
+}
+
+/// Opens the workspace with the host's own files marked as out of reach:
+/// the config file it read, the one it would read by default, and its state
+/// and plugins directories.
+fn open_workspace(config: &Config) -> Result<Workspace, Error> {
+    let default_config = config.workspace.join(crate::config::DEFAULT_CONFIG_FILE);
+    let mut protected: Vec<(&Path, &'static str)> = vec![
+        (&default_config, "config file"),
+        (&config.state_dir, "state directory"),
+        (&config.plugins_dir, "plugins directory"),
+    ];
+    if let Some(file) = &config.config_file {
+        protected.push((file, "config file"));
+    }
+    Ok(Workspace::open(
+        &config.workspace,
+        config.sandbox,
+        &protected,
+    )?)
+}
