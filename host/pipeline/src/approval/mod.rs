@@ -12,6 +12,15 @@
 //! and only when every binding matches this call as prepared and decided
 //! again now. Nothing is ever cached as a permanent allow.
 
+mod refusals;
+mod review;
+mod section;
+
+pub use refusals::policy_refused;
+use refusals::{denied, host_error, mismatch, pending};
+pub use review::Approval;
+pub use section::{ApprovalSettings, ApprovalsSection, DEFAULT_APPROVAL_TTL};
+
 use crate::call::CallRequest;
 use crate::capability::Grant;
 use crate::guards::AdmittedCall;
@@ -20,86 +29,12 @@ use crate::outcome::{CallError, ErrorCode};
 use crate::policy::Clearance;
 use crate::presentation::Rendered;
 use crate::registry::Tool;
-use crate::settings::{SettingError, bounded};
-use crate::store::{ApprovalRow, ApprovalState, Binding, Consumed, Store, StoreError, now_ms};
-use crate::workspace::{ScratchLimits, Workspace};
+use crate::store::{ApprovalRow, ApprovalState, Consumed, Store, StoreError, now_ms};
+use crate::workspace::Workspace;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// How long a pending or approved approval stays usable, unless the config
-/// says otherwise (`[approvals] ttl_seconds`).
-pub const DEFAULT_APPROVAL_TTL: Duration = Duration::from_secs(15 * 60);
-/// Longest approval lifetime a config may set: a day.
-const MAX_APPROVAL_TTL_SECONDS: u64 = 24 * 3600;
-
-/// The `[approvals]` table as written.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ApprovalsSection {
-    ttl_seconds: Option<u64>,
-    rehearse_max_mb: Option<u64>,
-    rehearse_max_entries: Option<u64>,
-}
-
-/// Largest workspace copy a config may allow for a rehearsal, in MiB.
-const MAX_REHEARSE_MB: u64 = 16 * 1024;
-/// Most entries a config may allow in a rehearsal's copy.
-const MAX_REHEARSE_ENTRIES: u64 = 10_000_000;
-
-/// What `[approvals]` settles.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ApprovalSettings {
-    /// How long an approval stays usable.
-    pub ttl: Duration,
-    /// How much of the workspace may be copied to rehearse a call.
-    pub rehearsal: ScratchLimits,
-}
-
-impl Default for ApprovalSettings {
-    fn default() -> Self {
-        ApprovalSettings {
-            ttl: DEFAULT_APPROVAL_TTL,
-            rehearsal: ScratchLimits::default(),
-        }
-    }
-}
-
-impl ApprovalsSection {
-    pub const KEYS: &str = "ttl_seconds, rehearse_max_mb, rehearse_max_entries";
-
-    pub fn resolve(self) -> Result<ApprovalSettings, SettingError> {
-        let seconds = bounded(
-            "approvals",
-            "ttl_seconds",
-            self.ttl_seconds,
-            DEFAULT_APPROVAL_TTL.as_secs(),
-            MAX_APPROVAL_TTL_SECONDS,
-        )?;
-        let mb = bounded(
-            "approvals",
-            "rehearse_max_mb",
-            self.rehearse_max_mb,
-            crate::workspace::DEFAULT_MAX_MB,
-            MAX_REHEARSE_MB,
-        )?;
-        let entries = bounded(
-            "approvals",
-            "rehearse_max_entries",
-            self.rehearse_max_entries,
-            crate::workspace::DEFAULT_MAX_ENTRIES,
-            MAX_REHEARSE_ENTRIES,
-        )?;
-        Ok(ApprovalSettings {
-            ttl: Duration::from_secs(seconds),
-            rehearsal: ScratchLimits {
-                max_bytes: mb << 20,
-                max_entries: entries,
-            },
-        })
-    }
-}
 
 /// A call cleared to run: resolved, validated, allowed or approved, guarded,
 /// with its grant. Only [`Approvals::admit`] makes one, and running it
@@ -134,89 +69,6 @@ impl PreparedCall {
     }
 }
 
-/// An approval as a person reviews it: exactly what would run.
-#[derive(Clone, Debug, Serialize)]
-pub struct Approval {
-    pub id: String,
-    pub tool: String,
-    pub args: serde_json::Value,
-    pub args_digest: String,
-    pub session: String,
-    pub plugin_sha256: String,
-    /// Filesystem access the call would get (`none`, `read-only`, `read-write`).
-    pub capability: String,
-    /// What the call may reach on the network: the origins (and whether at
-    /// private addresses too) and the credentials, or `none`.
-    pub network: String,
-    /// Why the policy asked.
-    pub reason: String,
-    /// Numbers of the rules that matched when the policy asked.
-    pub rules: String,
-    /// The profile of the session that asked, if it declared one.
-    pub profile: Option<String>,
-    pub state: &'static str,
-    pub decided_reason: Option<String>,
-    /// Who decided: `cli`, `terminal`, `mcp` (an MCP client's form) or
-    /// `console`.
-    pub decided_by: Option<String>,
-    pub created_ms: i64,
-    pub expires_ms: i64,
-    pub decided_ms: Option<i64>,
-    /// When the approved call ran.
-    pub consumed_ms: Option<i64>,
-    pub expired: bool,
-    /// What the call would do, as its plugin previewed it (a `diff`
-    /// rendered against the file as it was when asked), or why the
-    /// preview failed; none when the tool has no preview.
-    pub preview: Option<Rendered>,
-    /// Workspace paths the approval holds: the files the plugin's preview
-    /// named (held to the content they had when it was asked), or every
-    /// path the rehearsed change touches.
-    pub bound_files: Vec<String>,
-    /// The digest of the rehearsed change the approved call must make
-    /// again, if the call was rehearsed.
-    pub rehearsed: Option<String>,
-}
-
-impl From<ApprovalRow> for Approval {
-    fn from(row: ApprovalRow) -> Approval {
-        Approval {
-            expired: row.expires_ms <= now_ms()
-                && matches!(row.state, ApprovalState::Pending | ApprovalState::Approved),
-            args: serde_json::from_str(&row.args).unwrap_or(serde_json::Value::String(row.args)),
-            id: row.id,
-            tool: row.tool,
-            args_digest: row.args_digest,
-            session: row.session,
-            plugin_sha256: row.plugin_sha256,
-            capability: row.grant_fs,
-            network: row.grant_net,
-            reason: row.reason,
-            rules: row.rules,
-            profile: Some(row.profile).filter(|p| !p.is_empty()),
-            state: row.state.as_str(),
-            decided_reason: row.decided_reason,
-            decided_by: row.decided_by,
-            created_ms: row.created_ms,
-            expires_ms: row.expires_ms,
-            decided_ms: row.decided_ms,
-            consumed_ms: row.consumed_ms,
-            preview: row
-                .preview
-                .as_deref()
-                .and_then(|p| serde_json::from_str(p).ok()),
-            bound_files: match held(&row.bound_files) {
-                Held::Files(files) => files.into_keys().collect(),
-                Held::Rehearsed { rehearsed } => rehearsed.paths,
-            },
-            rehearsed: match held(&row.bound_files) {
-                Held::Files(_) => None,
-                Held::Rehearsed { rehearsed } => Some(rehearsed.digest),
-            },
-        }
-    }
-}
-
 /// The files an approval holds, and the SHA-256 each had (`None`: absent).
 /// What an approval holds the approved call to, beyond its bindings, as
 /// the approval book keeps it (JSON).
@@ -238,64 +90,6 @@ struct RehearsedChange {
 
 fn held(text: &str) -> Held {
     serde_json::from_str(text).unwrap_or_else(|_| Held::Files(BTreeMap::new()))
-}
-
-/// The refusal of a call that waits for a person; `console` is the URL of
-/// a console running for this state, where they can decide it too.
-fn pending(approval: &ApprovalRow, console: Option<String>) -> CallError {
-    let in_console = console
-        .map(|url| {
-            format!(
-                ", or decide it in the console at {url}/approvals/{}",
-                approval.id
-            )
-        })
-        .unwrap_or_default();
-    CallError::new(
-        ErrorCode::ApprovalRequired,
-        format!(
-            "the policy asks for a person's approval before this call runs ({}); nothing ran. \
-             Review it with `toolwarden approvals show {id}` and approve it with \
-             `toolwarden approvals approve {id}`{in_console}; then the same call, repeated in \
-             the same session, runs once (or pass `--approval {id}`)",
-            approval.reason,
-            id = approval.id
-        ),
-    )
-    .with_approval(approval.id.clone())
-}
-
-/// The refusal of a call a person denied, with their reason.
-fn denied(approval: &ApprovalRow) -> CallError {
-    CallError::new(
-        ErrorCode::ApprovalDenied,
-        format!(
-            "approval `{}` was denied{}; nothing ran",
-            approval.id,
-            approval
-                .decided_reason
-                .as_ref()
-                .map(|r| format!(": {r}"))
-                .unwrap_or_default()
-        ),
-    )
-    .with_approval(approval.id.clone())
-}
-
-/// A call that brings an approval is bound to the policy that asked: if the
-/// policy now denies it outright, the approval no longer fits.
-pub fn policy_refused(refusal: CallError, request: &CallRequest) -> CallError {
-    match &request.approval {
-        Some(id) if refusal.code == ErrorCode::PolicyDenied => CallError::new(
-            ErrorCode::ApprovalInvalid,
-            format!(
-                "approval `{id}` no longer fits: the policy now denies this call ({})",
-                refusal.message
-            ),
-        )
-        .with_approval(id.clone()),
-        Some(_) | None => refusal,
-    }
 }
 
 /// The approval book of one host.
@@ -349,29 +143,6 @@ pub enum ApprovalStep {
     },
     /// The call used up this approval.
     Consumed { approval_id: String },
-}
-
-/// Without a working approval book nobody can approve: fail closed.
-fn host_error(e: crate::store::StoreError) -> CallError {
-    CallError::new(
-        ErrorCode::ApprovalUnavailable,
-        format!("the approval could not be recorded or read, so the call did not run: {e}"),
-    )
-}
-
-/// Which binding of an approved approval does not fit this call.
-fn mismatch(binding: Binding) -> &'static str {
-    match binding {
-        Binding::Tool => "it was approved for another tool",
-        Binding::Arguments => "the arguments differ from the approved ones",
-        Binding::Session => "it was approved for another session",
-        Binding::Plugin => "the plugin changed since it was approved",
-        Binding::Capability => {
-            "the capability the call would get (filesystem or network) changed since it was approved"
-        }
-        Binding::Policy => "the policy changed since it was approved",
-        Binding::Profile => "it was approved for a session with another profile",
-    }
 }
 
 impl Approvals {

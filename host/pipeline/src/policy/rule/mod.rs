@@ -9,15 +9,21 @@
 //! values by JSON pointer).
 
 use super::PolicyError;
-use crate::canonical_url::{CanonicalUrl, UrlGlob, UrlGlobError, UrlPattern};
+use crate::canonical_url::{CanonicalUrl, UrlPattern};
 use crate::capability::{Network, UrlRule};
 use crate::origin::OriginPattern;
 use crate::spec::{Effect, FsNeed, Risk, ToolSpec};
-use globset::{Glob, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
+use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+
+mod shown;
+mod when;
+
+pub use when::ArgPattern;
+use when::{Compiled, compile_pattern};
 
 /// A decision. Ordered from least to most restrictive, so `max` is the rule
 /// "most restrictive wins".
@@ -54,22 +60,6 @@ pub enum NetMatch {
     Origins(Vec<OriginPattern>),
 }
 
-/// How one argument value is matched, as written in `when`.
-#[derive(Clone, Debug, PartialEq)]
-pub enum ArgPattern {
-    /// A string glob, matched against the argument read as a path (`./a//b/../c`
-    /// is `a/c`); `*` stays within one path segment, `**` crosses segments.
-    /// A glob that starts with `http://` or `https://` is matched against the
-    /// argument read as a URL the way browsers read it (`HTTPS://Docs.RS/a/../b`
-    /// is `https://docs.rs/b`); a value that is no such URL does not match.
-    /// Non-string values never match.
-    Glob(String),
-    /// Equal to this scalar (numbers compare by value).
-    Exact(Value),
-    /// The inner pattern does not match (a missing argument does not match).
-    Not(Box<ArgPattern>),
-}
-
 /// Who made a call, as far as the policy can tell.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Caller<'a> {
@@ -99,14 +89,6 @@ pub struct RuleDef {
     pub when: BTreeMap<String, ArgPattern>,
     pub verdict: Verdict,
     pub reason: String,
-}
-
-#[derive(Debug)]
-enum Compiled {
-    Glob(GlobMatcher),
-    UrlGlob(UrlGlob),
-    Exact(Value),
-    Not(Box<Compiled>),
 }
 
 /// A compiled rule.
@@ -179,119 +161,6 @@ fn globs(
             "simplify the globs",
         )
     })
-}
-
-fn compile_pattern(
-    pointer: &str,
-    pattern: &ArgPattern,
-    error: &dyn Fn(String, &str) -> PolicyError,
-) -> Result<Compiled, PolicyError> {
-    let glob_matcher = |glob: &str| {
-        GlobBuilder::new(glob)
-            .literal_separator(true)
-            .build()
-            .map(|g| g.compile_matcher())
-            .map_err(|e| {
-                error(
-                    format!("`when.\"{pointer}\"`: `{glob}` is not a valid glob: {e}"),
-                    "e.g. \"src/**\", \"*.md\" or \"https://docs.rs/**\"",
-                )
-            })
-    };
-    Ok(match pattern {
-        ArgPattern::Glob(glob) => match UrlGlob::new(glob) {
-            Ok(Some(url)) => Compiled::UrlGlob(url),
-            Ok(None) => Compiled::Glob(glob_matcher(glob)?),
-            Err(UrlGlobError(why)) => {
-                return Err(error(
-                    format!("`when.\"{pointer}\"`: {why}"),
-                    "e.g. \"https://docs.rs/**\" or \"http://localhost:*/admin/**\"",
-                ));
-            }
-        },
-        ArgPattern::Exact(value) => Compiled::Exact(value.clone()),
-        ArgPattern::Not(inner) => Compiled::Not(Box::new(compile_pattern(pointer, inner, error)?)),
-    })
-}
-
-/// Reads a string as a workspace path: drops `.` and empty segments and
-/// resolves `..` lexically, so `src/../secrets/key` is matched as
-/// `secrets/key` and cannot slip past a rule about `secrets/**`.
-fn normalize_path(text: &str) -> String {
-    let absolute = text.starts_with('/');
-    let mut parts: Vec<&str> = Vec::new();
-    for segment in text.split('/') {
-        match segment {
-            "" | "." => {}
-            ".." if parts.last().is_some_and(|p| *p != "..") => {
-                parts.pop();
-            }
-            other => parts.push(other),
-        }
-    }
-    let joined = parts.join("/");
-    if absolute {
-        format!("/{joined}")
-    } else {
-        joined
-    }
-}
-
-fn same_scalar(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
-        _ => a == b,
-    }
-}
-
-impl Compiled {
-    /// The pattern as one about URLs, when it is one.
-    fn url_pattern(&self) -> Option<UrlPattern> {
-        match self {
-            Compiled::UrlGlob(glob) => Some(UrlPattern::Glob(glob.clone())),
-            Compiled::Not(inner) => Some(UrlPattern::Not(Box::new(inner.url_pattern()?))),
-            Compiled::Glob(_) | Compiled::Exact(_) => None,
-        }
-    }
-
-    fn matches(&self, value: Option<&Value>) -> bool {
-        match (self, value) {
-            (Compiled::Not(inner), v) => !inner.matches(v),
-            (Compiled::Glob(glob), Some(Value::String(s))) => glob.is_match(normalize_path(s)),
-            (Compiled::UrlGlob(glob), Some(Value::String(s))) => {
-                CanonicalUrl::parse(s).is_some_and(|url| glob.matches(&url))
-            }
-            (Compiled::Exact(expected), Some(v)) => same_scalar(expected, v),
-            (Compiled::Glob(_) | Compiled::UrlGlob(_) | Compiled::Exact(_), _) => false,
-        }
-    }
-}
-
-fn sorted<T: Ord + Clone>(list: &Option<Vec<T>>) -> Option<Vec<T>> {
-    list.as_ref().map(|l| {
-        let mut l = l.clone();
-        l.sort();
-        l.dedup();
-        l
-    })
-}
-
-/// A `network` matcher in an order of its own, for comparing rules.
-fn network_key(matcher: &Option<NetMatch>) -> Value {
-    match matcher {
-        None => Value::Null,
-        Some(NetMatch::Reaches(reaches)) => Value::Bool(*reaches),
-        Some(NetMatch::Origins(list)) => {
-            let mut shown: Vec<String> = list.iter().map(ToString::to_string).collect();
-            shown.sort();
-            shown.dedup();
-            serde_json::json!(shown)
-        }
-    }
-}
-
-fn names<T: Copy>(list: &[T], name: fn(T) -> &'static str) -> String {
-    list.iter().map(|x| name(*x)).collect::<Vec<_>>().join(", ")
 }
 
 impl Rule {
@@ -573,138 +442,5 @@ impl Rule {
                 }),
             },
         }
-    }
-
-    /// Says why the rule missed a call, as [`Rule::check`] found.
-    pub fn miss_note(
-        &self,
-        miss: Miss,
-        spec: &ToolSpec,
-        plugin: &str,
-        args: Option<&Value>,
-        network: &Network,
-    ) -> String {
-        match miss {
-            Miss::Tools => format!("`tools` does not match `{}`", spec.name),
-            Miss::Plugin => format!("`plugin` does not match `{plugin}`"),
-            Miss::Risk => format!(
-                "`risk` is not {}",
-                names(self.def.risk.as_deref().unwrap_or_default(), Risk::as_str)
-            ),
-            Miss::Effect(missing) => format!(
-                "the tool does not declare the effect `{}`",
-                missing.as_str()
-            ),
-            Miss::Filesystem => format!(
-                "`filesystem` is not {}",
-                names(
-                    self.def.filesystem.as_deref().unwrap_or_default(),
-                    FsNeed::as_str
-                )
-            ),
-            Miss::Network => {
-                format!("`network` does not match what the call may reach ({network})")
-            }
-            Miss::Caller => match (self.def.nested, &self.def.parent) {
-                (Some(false), _) => "`nested = false`, and a tool made the call".to_owned(),
-                (_, Some(parent)) => format!(
-                    "`parent` is {}, and the call was not made by such a tool",
-                    parent.join(", ")
-                ),
-                _ => "`nested = true`, and an agent made the call".to_owned(),
-            },
-            Miss::When(at) => {
-                let (pointer, pattern) = self
-                    .when
-                    .get(at)
-                    .map_or(("", None), |(p, c)| (p.as_str(), Some(c)));
-                let value = args.and_then(|a| a.pointer(pointer));
-                let shown = value.map_or_else(|| "missing".to_owned(), |v| v.to_string());
-                // A URL is matched in its canonical form: say so when that
-                // is not how it was written.
-                let read = pattern
-                    .and_then(Compiled::url_pattern)
-                    .and(value)
-                    .and_then(Value::as_str)
-                    .and_then(|text| Some((text, CanonicalUrl::parse(text)?)))
-                    .filter(|(text, url)| url.as_str() != *text)
-                    .map(|(_, url)| format!(", read as `{url}`"))
-                    .unwrap_or_default();
-                format!("`when.\"{pointer}\"` does not match (the argument is {shown}{read})")
-            }
-        }
-    }
-
-    /// Two rules that match exactly the same calls by construction.
-    pub(super) fn same_matchers(&self, other: &Rule) -> bool {
-        let (a, b) = (&self.def, &other.def);
-        sorted(&a.tools) == sorted(&b.tools)
-            && sorted(&a.plugin) == sorted(&b.plugin)
-            && sorted(&a.risk) == sorted(&b.risk)
-            && sorted(&a.effects) == sorted(&b.effects)
-            && sorted(&a.filesystem) == sorted(&b.filesystem)
-            && network_key(&a.network) == network_key(&b.network)
-            && a.nested == b.nested
-            && sorted(&a.parent) == sorted(&b.parent)
-            && a.when == b.when
-    }
-
-    /// What the rule matches and decides, as canonical JSON: neither its
-    /// line nor the file's comments and layout are part of it.
-    pub(super) fn fingerprint(&self) -> String {
-        fn pattern(p: &ArgPattern) -> Value {
-            match p {
-                ArgPattern::Glob(glob) => serde_json::json!({ "glob": glob }),
-                ArgPattern::Exact(value) => serde_json::json!({ "exact": value }),
-                ArgPattern::Not(inner) => serde_json::json!({ "not": pattern(inner) }),
-            }
-        }
-        let d = &self.def;
-        let when: serde_json::Map<String, Value> = d
-            .when
-            .iter()
-            .map(|(pointer, p)| (pointer.clone(), pattern(p)))
-            .collect();
-        let mut fingerprint = serde_json::json!({
-            "tools": sorted(&d.tools),
-            "plugin": sorted(&d.plugin),
-            "risk": sorted(&d.risk),
-            "effects": sorted(&d.effects),
-            "filesystem": sorted(&d.filesystem),
-            "network": network_key(&d.network),
-            "when": when,
-            "decision": d.verdict,
-            "reason": d.reason,
-        });
-        // Only when set, so that a policy written before these matchers
-        // existed keeps its fingerprint (and the approvals bound to it).
-        if let Some(object) = fingerprint.as_object_mut() {
-            if let Some(nested) = d.nested {
-                object.insert("nested".into(), Value::Bool(nested));
-            }
-            if let Some(parent) = sorted(&d.parent) {
-                object.insert("parent".into(), serde_json::json!(parent));
-            }
-        }
-        fingerprint.to_string()
-    }
-
-    /// The rule as the user wrote it, for messages and the audit log;
-    /// shared with every decision it makes.
-    pub(super) fn describe(&self) -> Arc<str> {
-        Arc::clone(&self.description)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::normalize_path;
-
-    #[test]
-    fn paths_are_normalized_lexically_before_matching() {
-        assert_eq!(normalize_path("./src//a/./b.rs"), "src/a/b.rs");
-        assert_eq!(normalize_path("src/../secrets/key"), "secrets/key");
-        assert_eq!(normalize_path("../../x"), "../../x");
-        assert_eq!(normalize_path("/etc/../etc/passwd"), "/etc/passwd");
     }
 }

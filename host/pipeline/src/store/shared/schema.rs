@@ -1,0 +1,146 @@
+//! The shared store's tables, and bringing a database up to them: one
+//! migration per schema version, applied under an advisory lock so that
+//! hosts starting together migrate once.
+
+use super::SharedError;
+use tokio_postgres::Client;
+
+/// Bump with every migration below.
+pub(super) const SCHEMA_VERSION: i32 = 4;
+
+pub(super) const MIGRATION_1: &str = "
+CREATE TABLE approvals (
+    id             TEXT PRIMARY KEY,
+    tool           TEXT NOT NULL,
+    args           TEXT NOT NULL,
+    args_digest    TEXT NOT NULL,
+    session        TEXT NOT NULL,
+    plugin_sha256  TEXT NOT NULL,
+    grant_fs       TEXT NOT NULL,
+    grant_net      TEXT NOT NULL,
+    policy_hash    TEXT NOT NULL,
+    reason         TEXT NOT NULL,
+    state          TEXT NOT NULL,
+    decided_reason TEXT,
+    created_ms     BIGINT NOT NULL,
+    expires_ms     BIGINT NOT NULL,
+    decided_ms     BIGINT,
+    consumed_ms    BIGINT,
+    decided_by     TEXT,
+    rules          TEXT NOT NULL,
+    profile        TEXT NOT NULL,
+    preview        TEXT,
+    bound_files    TEXT NOT NULL
+);
+CREATE INDEX approvals_call ON approvals(tool, args_digest, session);
+";
+
+/// MCP request states, so that a client's retry may land on any host. Kept
+/// by the SHA-256 of the state: the table never holds the bearer secret.
+pub(super) const MIGRATION_2: &str = "
+CREATE TABLE request_states (
+    key       TEXT PRIMARY KEY,
+    pending   TEXT NOT NULL,
+    issued_ms BIGINT NOT NULL
+);
+CREATE INDEX request_states_issued ON request_states(issued_ms);
+";
+
+/// One audit chain for every host, with the executions budgets count
+/// (appended in the same transaction), and where a cut left the chain.
+pub(super) const MIGRATION_3: &str = "
+CREATE TABLE audit (
+    seq       BIGINT PRIMARY KEY,
+    ts_ms     BIGINT NOT NULL,
+    call_id   TEXT NOT NULL,
+    session   TEXT NOT NULL,
+    tool      TEXT NOT NULL,
+    kind      TEXT NOT NULL,
+    data      TEXT NOT NULL,
+    prev_hash TEXT NOT NULL,
+    hash      TEXT NOT NULL
+);
+CREATE INDEX audit_call ON audit(call_id);
+CREATE INDEX audit_tool ON audit(tool, seq);
+CREATE INDEX audit_ts ON audit(ts_ms);
+CREATE TABLE audit_checkpoint (
+    id    INTEGER PRIMARY KEY CHECK (id = 1),
+    seq   BIGINT NOT NULL,
+    hash  TEXT NOT NULL,
+    ts_ms BIGINT NOT NULL
+);
+CREATE TABLE executions (
+    session     TEXT NOT NULL,
+    tool        TEXT NOT NULL,
+    args_digest TEXT NOT NULL,
+    duration_us BIGINT NOT NULL,
+    ts_ms       BIGINT NOT NULL
+);
+CREATE INDEX executions_session ON executions(session, tool, args_digest);
+";
+
+/// Budget units every host's calls hold before they run, and the outcomes
+/// of keyed calls (see `budget`).
+pub(super) const MIGRATION_4: &str = "
+CREATE TABLE budget_reservations (
+    id          BIGSERIAL PRIMARY KEY,
+    session     TEXT NOT NULL,
+    tool        TEXT NOT NULL,
+    args_digest TEXT NOT NULL,
+    expires_ms  BIGINT NOT NULL,
+    duration_us BIGINT NOT NULL DEFAULT 0
+);
+CREATE INDEX budget_reservations_session ON budget_reservations(session);
+CREATE TABLE idempotency (
+    key        TEXT PRIMARY KEY,
+    call_id    TEXT NOT NULL,
+    output     TEXT,
+    created_ms BIGINT NOT NULL
+);
+";
+
+pub(super) async fn migrate(client: &mut Client) -> Result<(), SharedError> {
+    let tx = client.transaction().await?;
+    tx.execute(
+        "SELECT pg_advisory_xact_lock(hashtext('toolwarden schema'))",
+        &[],
+    )
+    .await?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS toolwarden_schema (
+            id      INTEGER PRIMARY KEY CHECK (id = 1),
+            version INTEGER NOT NULL
+        )",
+    )
+    .await?;
+    let version: i32 = tx
+        .query_opt("SELECT version FROM toolwarden_schema WHERE id = 1", &[])
+        .await?
+        .map(|row| row.try_get(0))
+        .transpose()?
+        .unwrap_or(0);
+    if version > SCHEMA_VERSION {
+        return Err(SharedError::Setup(format!(
+            "the shared store's schema is version {version}, newer than this host's \
+             {SCHEMA_VERSION}: a newer toolwarden wrote it; run that version"
+        )));
+    }
+    for (to, migration) in [
+        (1, MIGRATION_1),
+        (2, MIGRATION_2),
+        (3, MIGRATION_3),
+        (4, MIGRATION_4),
+    ] {
+        if version < to {
+            tx.batch_execute(migration).await?;
+        }
+    }
+    tx.execute(
+        "INSERT INTO toolwarden_schema (id, version) VALUES (1, $1) \
+         ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version",
+        &[&SCHEMA_VERSION.max(version)],
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
