@@ -8,257 +8,30 @@
 //! ([`crate::store::Head`]); verification compares the two.
 //! Arguments and outputs pass through a [`Redactor`] before they are stored.
 
+mod chain;
 mod cut;
+mod event;
 mod redact;
+mod section;
 pub mod segment;
 mod stats;
 mod writer;
 
+pub use chain::{HeadCheck, Verification};
+use chain::{Walk, record_hash};
 pub use cut::{CUT_KIND, Cut, ExportError, Retention};
+pub use event::{Event, RanOn, Subject};
 pub use redact::{DEFAULT_REDACT_KEYS, Redactor};
+pub use section::{AuditSection, AuditSettings};
 pub use stats::{ApprovalStats, SessionStats, Spread, Stats, ToolStats, stats};
 pub use writer::Durability;
 
-use crate::outcome::{ErrorCode, Status};
-use crate::store::{
-    AuditFilter, AuditRow, Checkpoint, ExecutionRow, NewAuditRow, Store, StoreError,
-};
+use crate::store::{AuditFilter, AuditRow, Checkpoint, ExecutionRow, Store, StoreError};
 use segment::SegmentHeader;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use std::io::Write;
 use std::sync::Arc;
-
-/// The `[audit]` table as written.
-#[derive(Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AuditSection {
-    redact_keys: Option<Vec<String>>,
-    durability: Option<Durability>,
-    retention: Option<cut::RetentionSection>,
-}
-
-/// How the audit log records: which argument keys it redacts, when an
-/// append is on disk, and how long records are kept.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AuditSettings {
-    pub redact_keys: Vec<String>,
-    pub durability: Durability,
-    pub retention: Retention,
-}
-
-impl Default for AuditSettings {
-    fn default() -> Self {
-        AuditSettings {
-            redact_keys: DEFAULT_REDACT_KEYS.iter().map(|k| k.to_string()).collect(),
-            durability: Durability::default(),
-            retention: Retention::default(),
-        }
-    }
-}
-
-impl AuditSection {
-    pub const KEYS: &str =
-        "redact_keys, durability, retention (a table: max_age, max_records, archive_dir, interval)";
-
-    pub fn resolve(self) -> Result<AuditSettings, crate::settings::SettingError> {
-        let defaults = AuditSettings::default();
-        Ok(AuditSettings {
-            redact_keys: self.redact_keys.unwrap_or(defaults.redact_keys),
-            durability: self.durability.unwrap_or_default(),
-            retention: self
-                .retention
-                .map(cut::RetentionSection::resolve)
-                .transpose()?
-                .unwrap_or_default(),
-        })
-    }
-}
-
-/// One thing that happened to a call.
-#[derive(Clone, Debug, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Event {
-    /// The call as materialized (arguments redacted) and its digest.
-    Call {
-        args: Arc<Value>,
-        args_digest: Arc<str>,
-        /// The tool set the session declared, if any.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        profile: Option<Arc<str>>,
-        /// The model turn it came in, if it came in a batch.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        turn: Option<Arc<str>>,
-        /// The call whose tool made this one through `compose`.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        parent: Option<Arc<str>>,
-        /// The agent's call at the top of its tree.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        root: Option<Arc<str>>,
-    },
-    /// Path arguments that lead somewhere other than they read, and URL
-    /// arguments with their canonical form: the plugin receives the
-    /// rewritten arguments, whose digest this is.
-    Paths {
-        paths: Vec<crate::workspace::LocatedPath>,
-        #[serde(skip_serializing_if = "Vec::is_empty")]
-        uris: Vec<crate::workspace::LocatedUri>,
-        args_digest: Arc<str>,
-    },
-    /// What the policy decided.
-    Policy {
-        verdict: crate::policy::Verdict,
-        matched_rules: crate::policy::RuleNumbers,
-        reason: Arc<str>,
-    },
-    /// The call stopped before running (unknown tool, invalid arguments,
-    /// policy or guard denial, approval problem).
-    Refused {
-        code: ErrorCode,
-        message: String,
-    },
-    ApprovalAsked {
-        approval_id: String,
-        expires_ms: i64,
-    },
-    ApprovalDecided {
-        approval_id: String,
-        approved: bool,
-        reason: Option<String>,
-        /// Where the person decided (`cli`, `terminal`, `mcp`, `console`).
-        by: &'static str,
-    },
-    ApprovalConsumed {
-        approval_id: String,
-    },
-    /// One HTTP request the plugin sent or tried to send: method, origin,
-    /// path (query values redacted), decision, status, bytes each way.
-    Request(crate::egress::RequestRecord),
-    /// A keyed call answered with the output a call under the same key
-    /// recorded: nothing ran.
-    Replayed {
-        key: String,
-        original_call_id: String,
-    },
-    /// An attempt that failed and was run again (`[retry]`).
-    Retried(crate::sandbox::Retried),
-    /// A question the tool asked a person (`ask`) and the answer it got
-    /// (its content redacted like arguments), or none: the call stopped
-    /// to ask it.
-    Question(crate::question::Asked),
-    /// How the execution ended.
-    Outcome {
-        status: Status,
-        code: Option<ErrorCode>,
-        message: Option<String>,
-        duration_us: u64,
-        fuel_used: Option<u64>,
-        output_bytes: usize,
-        value: Option<Value>,
-        /// The content blocks beside the value: kind, MIME type and size,
-        /// never their bytes.
-        #[serde(skip_serializing_if = "Vec::is_empty")]
-        content: Vec<crate::content::BlockSummary>,
-        /// The plugin build the call ran on: its SHA-256 and the key that
-        /// signed it, if any.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        plugin: Option<RanOn>,
-    },
-}
-
-/// The plugin build a call ran on, recorded as its SHA-256 and signer
-/// (held as the plugin itself: a call's trail copies nothing for it).
-#[derive(Clone, Debug)]
-pub struct RanOn(pub Arc<crate::registry::Plugin>);
-
-impl Serialize for RanOn {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = s.serialize_map(None)?;
-        map.serialize_entry("sha256", self.0.sha256())?;
-        if let Some(signer) = self.0.signer() {
-            map.serialize_entry("signer", signer)?;
-        }
-        map.end()
-    }
-}
-
-impl From<crate::approval::ApprovalStep> for Event {
-    fn from(step: crate::approval::ApprovalStep) -> Event {
-        use crate::approval::ApprovalStep;
-        match step {
-            ApprovalStep::Asked {
-                approval_id,
-                expires_ms,
-            } => Event::ApprovalAsked {
-                approval_id,
-                expires_ms,
-            },
-            ApprovalStep::Consumed { approval_id } => Event::ApprovalConsumed { approval_id },
-        }
-    }
-}
-
-impl Event {
-    /// The policy's decision, as recorded.
-    pub fn policy(decision: &crate::policy::Decision) -> Event {
-        Event::Policy {
-            verdict: decision.verdict,
-            matched_rules: decision.matched.clone(),
-            reason: decision.reason.clone(),
-        }
-    }
-
-    fn kind(&self) -> &'static str {
-        match self {
-            Event::Call { .. } => "call",
-            Event::Paths { .. } => "paths",
-            Event::Policy { .. } => "policy",
-            Event::Refused { .. } => "refused",
-            Event::ApprovalAsked { .. } => "approval_asked",
-            Event::ApprovalDecided { .. } => "approval_decided",
-            Event::ApprovalConsumed { .. } => "approval_consumed",
-            Event::Request(_) => "request",
-            Event::Retried(_) => "retried",
-            Event::Question(_) => "question",
-            Event::Replayed { .. } => "replayed",
-            Event::Outcome { .. } => "outcome",
-        }
-    }
-}
-
-/// Which call the events belong to. Its texts are shared with the request
-/// and with every row written for it.
-#[derive(Clone, Debug)]
-pub struct Subject {
-    pub call_id: Arc<str>,
-    pub session: Arc<str>,
-    pub tool: Arc<str>,
-}
-
-impl Subject {
-    pub fn of(request: &crate::call::CallRequest) -> Subject {
-        Subject {
-            call_id: recordable(request.call_id.shared()),
-            session: recordable(request.session.shared()),
-            tool: recordable(Arc::from(request.tool.as_str())),
-        }
-    }
-}
-
-/// `text` as a record can keep it: PostgreSQL's `text` holds no NUL, so a
-/// NUL a client slipped into a name (of a tool that does not exist, say)
-/// is kept as U+FFFD. Kept as it came, it would make every commit of the
-/// shared trail fail, and the writer retries a failed commit's records, so
-/// the host would refuse every call after it.
-fn recordable(text: Arc<str>) -> Arc<str> {
-    if text.contains('\0') {
-        Arc::from(text.replace('\0', "\u{FFFD}"))
-    } else {
-        text
-    }
-}
 
 /// A stored record, for display.
 #[derive(Clone, Debug, Serialize)]
@@ -273,105 +46,6 @@ pub struct Record {
     pub hash: String,
 }
 
-/// The result of checking the chain.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "status", rename_all = "snake_case")]
-pub enum Verification {
-    Intact {
-        records: i64,
-        head: HeadCheck,
-        /// The log's start was exported or pruned through this record; the
-        /// chain was checked from there, and a `cut` record in it says so.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        cut_through: Option<i64>,
-    },
-    Broken {
-        seq: i64,
-        problem: String,
-    },
-}
-
-/// What the chain's head (kept outside the database, see
-/// [`crate::store::Head`]) says about an intact chain.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HeadCheck {
-    /// The head names the chain's last record.
-    Matches,
-    /// The chain has records the head does not count yet: a crash or a
-    /// power loss came between a commit and the head's update.
-    Lags { head_records: i64 },
-    /// No head was ever written: a log from before heads existed, or one
-    /// whose head was deleted. A cut-off end cannot be detected.
-    Missing,
-}
-
-/// One step of walking the chain: what the next record must be.
-pub(super) struct Walk {
-    pub(super) expected: i64,
-    pub(super) prev: String,
-    pub(super) broken: Option<Verification>,
-    /// Whether a `cut` record naming the checkpoint was seen.
-    pub(super) cut_noted: bool,
-    /// The hash of the record the head names, once passed.
-    pub(super) at_head: Option<String>,
-}
-
-impl Walk {
-    /// A walk from the record after `base` (where a cut left the chain,
-    /// or its genesis); `cut_noted` when no `cut` record is to be looked for.
-    pub(super) fn after(base: Checkpoint, cut_noted: bool) -> Walk {
-        Walk {
-            expected: base.seq + 1,
-            prev: base.hash,
-            broken: None,
-            cut_noted,
-            at_head: None,
-        }
-    }
-
-    pub(super) fn step(
-        &mut self,
-        row: &AuditRow,
-        checkpoint: Option<&Checkpoint>,
-        head_seq: Option<i64>,
-    ) -> std::ops::ControlFlow<()> {
-        let problem = if row.seq != self.expected {
-            Some(format!(
-                "expected record {} here: records were removed or reordered",
-                self.expected
-            ))
-        } else if row.prev_hash != self.prev {
-            Some("its link to the previous record is wrong: a record before it was altered, removed or reordered".into())
-        } else if record_hash(row.seq, &row.row, &row.prev_hash) != row.hash {
-            Some("its content does not match its hash: the record was altered".into())
-        } else {
-            None
-        };
-        if let Some(problem) = problem {
-            self.broken = Some(Verification::Broken {
-                seq: row.seq,
-                problem,
-            });
-            return std::ops::ControlFlow::Break(());
-        }
-        if let Some(c) = checkpoint
-            && row.row.kind == CUT_KIND
-            && let Ok(data) = serde_json::from_str::<Value>(&row.row.data)
-            && data["through_seq"] == c.seq
-            && data["through_hash"] == c.hash.as_str()
-        {
-            self.cut_noted = true;
-        }
-        if head_seq == Some(row.seq) {
-            self.at_head = Some(row.hash.clone());
-        }
-        self.prev.clone_from(&row.hash);
-        self.expected += 1;
-        std::ops::ControlFlow::Continue(())
-    }
-}
-
 /// Appending to the audit log failed; the message says why.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot write the audit log: {0}")]
@@ -384,27 +58,6 @@ pub struct Audit {
     durability: Durability,
     /// Retention's thread, once a host started it.
     pruner: std::sync::Mutex<Option<cut::Pruner>>,
-}
-
-/// SHA-256 over the record's fields and the previous hash, as the compact
-/// JSON array `[seq, ts_ms, call_id, session, tool, kind, data, prev]`.
-/// Serialized straight from borrowed fields: the writer hashes every record.
-fn record_hash(seq: i64, row: &NewAuditRow, prev: &str) -> String {
-    let fields = (
-        seq,
-        row.ts_ms,
-        &row.call_id,
-        &row.session,
-        &row.tool,
-        &row.kind,
-        &row.data,
-        prev,
-    );
-    let mut hasher = Sha256::new();
-    // Writing JSON into a hasher cannot fail: the tuple holds only integers
-    // and strings, and the hasher (an `io::Write`) accepts every byte.
-    let _ = serde_json::to_writer(&mut hasher, &fields);
-    hex::encode(hasher.finalize())
 }
 
 impl Audit {
@@ -636,39 +289,5 @@ impl Audit {
     pub fn head(&self) -> std::io::Result<Option<crate::store::Head>> {
         self.settle();
         self.store.read_head()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The chain of existing logs must keep verifying: the hash is the one
-    /// of the `json!` array it was first defined as.
-    #[test]
-    fn record_hash_is_over_the_compact_json_array() {
-        let row = NewAuditRow {
-            ts_ms: 1_795_000_000_000,
-            call_id: "c\"1".into(),
-            session: "s\u{202e}".into(),
-            tool: "calc".into(),
-            kind: "outcome".into(),
-            data: r#"{"kind":"outcome","value":"a\nb"}"#.into(),
-        };
-        let text = serde_json::json!([
-            -7,
-            row.ts_ms,
-            row.call_id,
-            row.session,
-            row.tool,
-            row.kind,
-            row.data,
-            "prev"
-        ])
-        .to_string();
-        assert_eq!(
-            record_hash(-7, &row, "prev"),
-            hex::encode(Sha256::digest(text.as_bytes()))
-        );
     }
 }

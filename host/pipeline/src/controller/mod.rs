@@ -9,7 +9,9 @@
 //! rule of its own.
 
 mod children;
+mod offer;
 mod preview;
+mod setup;
 mod shown;
 
 pub use shown::ShownCall;
@@ -19,22 +21,20 @@ use crate::approval;
 use crate::audit::Event;
 use crate::call::CallRequest;
 use crate::config::Config;
-use crate::error::Error;
 use crate::guards::Guards;
 use crate::idempotency::{self, Claimed, Keys};
 use crate::materialize::Arguments;
 use crate::outcome::{CallError, CallResult, ErrorCode, Status};
 use crate::output::{self, CheckedOutput};
-use crate::policy::{Caller, Decision, Explanation, Verdict};
+use crate::policy::{Caller, Verdict};
 use crate::records::Records;
 use crate::registry::{Plugin, Registry, Tool};
 use crate::sandbox::{RunContext, Sandbox};
 use crate::scheduler;
 use crate::validation;
-use crate::workspace::{LocatedPath, Workspace};
+use crate::workspace::Workspace;
 use children::Children;
 use futures::StreamExt;
-use std::path::Path;
 use std::sync::{Arc, RwLock, Weak};
 use std::time::Instant;
 use trail::{Trail, describe_paths};
@@ -66,168 +66,6 @@ pub struct Inspection {
 }
 
 impl Controller {
-    /// Sets up the sandbox, opens the records and loads every plugin. A
-    /// plugin that fails is skipped and listed in [`Registry::failures`]; a
-    /// duplicate tool name is an error. Shared from the start, because the
-    /// calls a tool makes through `compose` run on the same host.
-    pub fn new(config: Config) -> Result<Arc<Controller>, Error> {
-        let records = Records::open(&config)?;
-        records
-            .audit_log()
-            .start_retention(&config.audit_retention)?;
-        let engine = config.engine()?;
-        let registry = Registry::load(
-            &config.plugins_dir,
-            &engine,
-            config.load_progress.as_ref().map(|p| &*p.0),
-        )?;
-        let sandbox = Sandbox::new(
-            engine,
-            config.retry,
-            config.state_dir.join(REHEARSALS_DIR),
-            config.approvals.rehearsal,
-        );
-        let guards = Guards::new(
-            config.sandbox,
-            config.budget.clone(),
-            records.store(),
-            Arc::clone(&config.egress),
-            config.limits.longest_hold(),
-        );
-        let workspace = open_workspace(&config)?;
-        let keys = Keys::new(
-            records.store(),
-            config.idempotency_window,
-            config.limits.longest_hold(),
-        );
-        Ok(Arc::new_cyclic(|me| Controller {
-            me: me.clone(),
-            keys,
-            config,
-            registry: RwLock::new(Arc::new(registry)),
-            workspace,
-            guards,
-            records,
-            sandbox,
-        }))
-    }
-
-    /// Loads plugins and policy as a host would and lists every problem,
-    /// running no tool (see [`crate::check`]).
-    pub fn check(
-        config: &Config,
-        target: Option<&Path>,
-        scope: crate::check::Scope,
-    ) -> Result<crate::check::Report, Error> {
-        crate::check::check(config, target, scope)
-    }
-
-    /// Loads one plugin file on its own, without the plugins directory.
-    pub fn inspect(config: &Config, file: &Path) -> Result<Inspection, Error> {
-        let engine = config.engine()?;
-        let (plugin, tools) =
-            Registry::load_file(file, &engine).map_err(|source| Error::Plugin {
-                file: file.to_owned(),
-                source,
-            })?;
-        Ok(Inspection { plugin, tools })
-    }
-
-    pub fn config(&self) -> &Config {
-        &self.config
-    }
-
-    /// The tools being served now.
-    pub fn registry(&self) -> Arc<Registry> {
-        Arc::clone(
-            &self
-                .registry
-                .read()
-                .unwrap_or_else(|poisoned| poisoned.into_inner()),
-        )
-    }
-
-    /// Loads the plugins directory again and swaps the registry in one step,
-    /// unless the config file changed since the host started (refused with
-    /// `CONFIG_UNTRUSTED`).
-    /// Plugins already serving keep their tools; a new file that fails to
-    /// load or claims a name already served is rejected (and listed in the
-    /// new registry's failures) while the rest keep serving. Blocks while new
-    /// plugins compile. Returns whether the set of tools changed.
-    pub fn reload(&self) -> Result<bool, Error> {
-        // A changed policy file means someone rewrote what governs this
-        // host; it keeps serving what it has, and loads nothing new.
-        self.config.still_as_started()?;
-        let current = self.registry();
-        let next = Registry::reload(&self.config.plugins_dir, self.sandbox.engine(), &current)?;
-        let changed = next.fingerprint() != current.fingerprint();
-        for failure in next.failures() {
-            tracing::warn!("{failure}");
-        }
-        *self
-            .registry
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(next);
-        Ok(changed)
-    }
-
-    /// The approval book and the audit log.
-    pub fn records(&self) -> &Records {
-        &self.records
-    }
-
-    /// What the policy decides for calls to `tool`, before arguments are
-    /// known (`depends_on_args` says whether they could change it).
-    pub fn decision(&self, tool: &Tool) -> Decision {
-        self.config
-            .policy
-            .evaluate(&tool.spec, tool.plugin.file_name(), None)
-    }
-
-    /// The tools an agent in a session with `profile` is shown, each
-    /// through `show`: every tool of its profile the policy could let run
-    /// (all of them with `[mcp] list_denied = true`).
-    pub fn offered_tools<R>(
-        &self,
-        profile: Option<&str>,
-        mut show: impl FnMut(&Tool) -> R,
-    ) -> Vec<R> {
-        let list_denied = self.config.mcp_list_denied();
-        let set = self.config.tool_set(profile);
-        self.registry()
-            .tools_in(&set)
-            .filter(|tool| {
-                let decision = self.decision(tool);
-                list_denied || decision.depends_on_args || decision.verdict != Verdict::Deny
-            })
-            .map(|tool| show(tool))
-            .collect()
-    }
-
-    /// What every policy rule makes of a call, without running anything:
-    /// paths are resolved as for a call, and those that lead elsewhere
-    /// than they read are listed with both forms.
-    pub fn explain(&self, tool: &str, args: &str) -> Result<Explanation, CallError> {
-        let args = Arguments::materialize(args)?;
-        let resolved = self
-            .registry()
-            .resolve(tool, args, &crate::profile::ToolSet::All)?;
-        let tool = resolved.tool();
-        let written = resolved.args().value();
-        let paths = self.workspace.paths(&tool.input, written);
-        let uris = Workspace::uris(&tool.input, written);
-        let rewritten = Workspace::rewrite(written, &paths, &uris);
-        let mut explanation = self.config.policy.explain(
-            &tool.spec,
-            tool.plugin.file_name(),
-            Some(rewritten.as_ref().unwrap_or(written)),
-            rewritten.as_ref().map(|_| written),
-            crate::policy::Caller::Agent,
-        );
-        explanation.paths = paths.into_iter().filter(LocatedPath::noteworthy).collect();
-        Ok(explanation)
-    }
-
     /// Runs one call through the whole pipeline. Always returns a result.
     pub async fn handle(&self, request: CallRequest) -> CallResult {
         let started = Instant::now();
@@ -594,24 +432,4 @@ impl Controller {
         }
         Ok(checked)
     }
-}
-
-/// Opens the workspace with the host's own files marked as out of reach:
-/// the config file it read, the one it would read by default, and its state
-/// and plugins directories.
-fn open_workspace(config: &Config) -> Result<Workspace, Error> {
-    let default_config = config.workspace.join(crate::config::DEFAULT_CONFIG_FILE);
-    let mut protected: Vec<(&Path, &'static str)> = vec![
-        (&default_config, "config file"),
-        (&config.state_dir, "state directory"),
-        (&config.plugins_dir, "plugins directory"),
-    ];
-    if let Some(file) = &config.config_file {
-        protected.push((file, "config file"));
-    }
-    Ok(Workspace::open(
-        &config.workspace,
-        config.sandbox,
-        &protected,
-    )?)
 }
