@@ -8,7 +8,10 @@
 //! tool's schema to a call), and never decides whether a call is allowed.
 
 mod compile;
+mod node;
 mod refs;
+mod scan;
+mod subset;
 mod validate;
 
 use serde_json::Value;
@@ -27,9 +30,9 @@ pub struct Schema {
     /// The document as the validator has it, for wording violations (which
     /// properties a refused name could have been, how many alternatives).
     doc: Value,
-    root: compile::Node,
-    /// The schemas `$ref`s name, by [`compile::Node::reference`].
-    targets: Vec<compile::Node>,
+    root: node::Node,
+    /// The schemas `$ref`s name, by [`node::Node::reference`].
+    targets: Vec<node::Node>,
     /// Some node is `"format": "path"` (`"uri"`): most schemas have none,
     /// and then the path (URL) step has nothing to walk.
     has_paths: bool,

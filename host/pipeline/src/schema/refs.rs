@@ -3,7 +3,7 @@
 //! value can neither hang nor take an unbounded stack.
 
 use super::SchemaError;
-use super::compile::{Node, err};
+use super::node::{Node, err};
 
 /// Most `$ref`s one schema may follow in a row without descending into a
 /// property or item (directly or through `allOf`, `anyOf`, `oneOf`, `not`,

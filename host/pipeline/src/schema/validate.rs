@@ -2,7 +2,7 @@
 //! crate and words each violation for a model to act on, with its JSON
 //! pointer; finds the strings a schema marks with a `format`.
 
-use super::compile::Node;
+use super::node::Node;
 use super::{Format, MAX_VIOLATIONS, Schema, Violation, Violations};
 use jsonschema::error::{TypeKind, ValidationError, ValidationErrorKind};
 use serde_json::Value;
