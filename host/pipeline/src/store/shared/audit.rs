@@ -3,7 +3,7 @@
 //! for their transaction, so the tail each reads is the chain's tail when
 //! it commits, whichever host appends.
 
-use super::budget::RELEASE;
+use super::executions::{RELEASE, execution_group};
 use super::{Connection, Shared, SharedError, wait};
 use crate::store::ExecutionRow;
 use crate::store::audit::{AuditFilter, AuditRow, Checkpoint, GENESIS, NewAuditRow};
@@ -186,16 +186,6 @@ impl Shared {
         ))?;
         rows.iter().map(execution_group).collect()
     }
-}
-
-/// A row of (tool, args_digest, calls, duration_us).
-pub(super) fn execution_group(r: &Row) -> Result<ExecutionGroup, SharedError> {
-    Ok(ExecutionGroup {
-        tool: r.try_get(0)?,
-        args_digest: r.try_get(1)?,
-        calls: r.try_get(2)?,
-        duration_us: r.try_get(3)?,
-    })
 }
 
 /// A record with its place in the chain.

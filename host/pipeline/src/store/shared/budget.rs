@@ -8,7 +8,7 @@
 //! always counted once, as reserved or as executed. One left by a host that
 //! died lapses at its `expires_ms`.
 
-use super::audit::execution_group;
+use super::executions::{RELEASE, execution_group};
 use super::{Shared, SharedError, wait};
 use crate::store::KeyState;
 use crate::store::executions::ExecutionGroup;
@@ -38,7 +38,6 @@ const RESERVE: &str = "INSERT INTO budget_reservations (session, tool, args_dige
     VALUES ($1, $2, $3, $4) RETURNING id";
 const SETTLE: &str =
     "UPDATE budget_reservations SET duration_us = $2, args_digest = $3 WHERE id = $1";
-pub(super) const RELEASE: &str = "DELETE FROM budget_reservations WHERE id = $1";
 
 impl Shared {
     /// Under the session's lock, hands `admit` what the session executed or

@@ -21,6 +21,7 @@
 mod approvals;
 mod audit;
 mod budget;
+mod executions;
 mod import;
 mod pool;
 mod request_states;

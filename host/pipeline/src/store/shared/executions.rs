@@ -1,0 +1,20 @@
+//! The executions budgets count: what the audit chain appends with each
+//! outcome and the budget guard reads, and how a reservation is given back.
+//! Both `audit` and `budget` use it; neither imports the other.
+
+use super::SharedError;
+use crate::store::ExecutionGroup;
+use tokio_postgres::Row;
+
+/// Gives a budget reservation back.
+pub(super) const RELEASE: &str = "DELETE FROM budget_reservations WHERE id = $1";
+
+/// A row of (tool, args_digest, calls, duration_us).
+pub(super) fn execution_group(r: &Row) -> Result<ExecutionGroup, SharedError> {
+    Ok(ExecutionGroup {
+        tool: r.try_get(0)?,
+        args_digest: r.try_get(1)?,
+        calls: r.try_get(2)?,
+        duration_us: r.try_get(3)?,
+    })
+}
