@@ -145,10 +145,7 @@ pub fn on_roots(
                 message,
                 hint,
             })?;
-        let host = Controller::new(config).map_err(|e| refusal(&e))?;
-        for failure in host.registry().failures() {
-            tracing::warn!("{failure}");
-        }
+        let host = served_host(config).map_err(|e| refusal(&e))?;
         Ok((host, profile))
     };
     let from = HostFrom::Roots {
@@ -156,6 +153,16 @@ pub fn on_roots(
         otherwise: refusal(no_workspace),
     };
     ended(mcp::serve_stdio(from), printer)
+}
+
+/// The host a server serves, with every plugin that did not load logged
+/// (the server goes on with the others).
+fn served_host(config: Config) -> Result<Arc<Controller>, Error> {
+    let host = Controller::new(config)?;
+    for failure in host.registry().failures() {
+        tracing::warn!("{failure}");
+    }
+    Ok(host)
 }
 
 /// The async runtime an HTTP server runs on.
@@ -194,10 +201,7 @@ pub fn run(config: Config, args: ServeArgs, printer: Printer) -> Result<ExitStat
         Ok(profile) => profile,
         Err(status) => return Ok(status),
     };
-    let host = Controller::new(config)?;
-    for failure in host.registry().failures() {
-        tracing::warn!("{failure}");
-    }
+    let host = served_host(config)?;
     let served = match http {
         None => mcp::serve_stdio(HostFrom::Made(host, profile)),
         Some(mut options) => {
