@@ -38,6 +38,7 @@ pub(super) fn describe(
             PluginError::Describe(CallError::new(ErrorCode::HostError, e.to_owned()))
         })?,
     };
+    let stop_at = tokio::time::Instant::now() + DESCRIBE_TIMEOUT;
     let (mut store, pipes) = new_store(
         engine,
         code,
@@ -45,14 +46,14 @@ pub(super) fn describe(
         super::guest::Place::Workspace,
         host,
         DESCRIBE_FUEL,
-        DESCRIBE_TIMEOUT,
+        stop_at,
     )
     .map_err(PluginError::Describe)?;
     let cancel = CancelToken::default();
     let _ticking = engine.ticker.running();
     let specs = runtime.block_on(async {
         let guest = std::pin::pin!(code.tools(&mut store));
-        race(guest, DESCRIBE_TIMEOUT, &cancel).await
+        race(guest, stop_at, &cancel).await
     });
     let specs = classify(specs, &store, &pipes, DESCRIBE_TIMEOUT).map_err(PluginError::Describe)?;
     let limits = &engine.limits;

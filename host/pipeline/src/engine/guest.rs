@@ -50,7 +50,7 @@ pub(crate) fn new_store(
     place: Place<'_>,
     host: HostState,
     fuel: u64,
-    timeout: Duration,
+    deadline: tokio::time::Instant,
 ) -> Result<(Store<CallState>, Pipes), CallError> {
     let host_error = |e: wasmtime::Error| {
         CallError::new(
@@ -94,7 +94,6 @@ pub(crate) fn new_store(
     }
     let mut table = ResourceTable::new();
     table.set_max_capacity(super::state::MAX_HANDLES);
-    let deadline = tokio::time::Instant::now() + timeout;
     let egress = engine
         .egress
         .hooks(&grant.net, &grant.urls, host.cancel.clone(), deadline);
@@ -129,12 +128,16 @@ pub(crate) fn new_store(
 /// the token's waiter list, each taken again to remove them) are armed only
 /// when the guest yields. The deadline still counts from the start, and a
 /// computing guest yields at the next epoch tick at the latest, as before.
+///
+/// `deadline` is the instant the store's network hooks stop at too
+/// ([`new_store`]). A request stopped there hands the guest an error it may
+/// turn into a tool error in the same wake-up; the timer is polled before the
+/// guest so that such a call is reported as the timeout it is.
 pub(crate) async fn race<R>(
     mut guest: Pin<&mut impl Future<Output = Result<R, (Phase, wasmtime::Error)>>>,
-    timeout: Duration,
+    deadline: tokio::time::Instant,
     cancel: &CancelToken,
 ) -> Result<Result<R, (Phase, wasmtime::Error)>, ErrorCode> {
-    let deadline = tokio::time::Instant::now() + timeout;
     if cancel.is_cancelled() {
         return Err(ErrorCode::Cancelled);
     }
@@ -144,8 +147,8 @@ pub(crate) async fn race<R>(
     tokio::select! {
         biased;
         _ = cancel.cancelled() => Err(ErrorCode::Cancelled),
-        outcome = guest => Ok(outcome),
         _ = tokio::time::sleep_until(deadline) => Err(ErrorCode::Timeout),
+        outcome = guest => Ok(outcome),
     }
 }
 

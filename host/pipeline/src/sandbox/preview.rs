@@ -93,6 +93,7 @@ impl Sandbox {
             ));
         };
         let host = HostState::new(Arc::clone(&tool.name), call_id.shared(), Default::default());
+        let stop_at = tokio::time::Instant::now() + timeout;
         let (mut store, pipes) = new_store(
             engine,
             pre,
@@ -100,7 +101,7 @@ impl Sandbox {
             Place::Workspace,
             host,
             engine.limits().fuel,
-            timeout,
+            stop_at,
         )?;
         let name = &tool.spec.name;
         let outcome = {
@@ -113,11 +114,11 @@ impl Sandbox {
                         workspace: (grant.fs != FsAccess::None).then(|| GUEST_WORKSPACE.to_owned()),
                     };
                     let guest = std::pin::pin!(pre.preview(&mut store, name, args, context));
-                    race(guest, timeout, &Default::default()).await
+                    race(guest, stop_at, &Default::default()).await
                 }
                 Asked::Result { args, value } => {
                     let guest = std::pin::pin!(pre.show_result(&mut store, name, args, value));
-                    race(guest, timeout, &Default::default()).await
+                    race(guest, stop_at, &Default::default()).await
                 }
             }
         };

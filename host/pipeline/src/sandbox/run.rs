@@ -159,8 +159,9 @@ pub(super) async fn invoke(
             cx.cancel.clone(),
         )
     };
+    let stop_at = tokio::time::Instant::now() + timeout;
     let (mut store, pipes) =
-        match new_store(engine, code, job.grant, job.place, host, fuel, timeout) {
+        match new_store(engine, code, job.grant, job.place, host, fuel, stop_at) {
             Ok(created) => created,
             Err(e) => return not_started(e),
         };
@@ -175,7 +176,7 @@ pub(super) async fn invoke(
     let outcome = {
         let _ticking = engine.ticking();
         let guest = std::pin::pin!(code.invoke(&mut store, &tool.spec.name, job.args, context,));
-        race(guest, timeout, &cx.cancel).await
+        race(guest, stop_at, &cx.cancel).await
     };
     // A guest stopped mid-run leaves its fuel counter on the dropped fiber, so
     // the store's count is only meaningful when the call came back by itself.
