@@ -6,6 +6,9 @@
 //! edges sit on top). It reads the crate's own sources: every
 //! `crate::<module>` path outside plain comments counts, in code or in a
 //! doc comment, `use` or not.
+//!
+//! Inside a module the same reading finds circles of files (in every crate
+//! under `host/`): two files of one directory may not use each other.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -108,10 +111,24 @@ fn code(text: &str) -> String {
 /// Every top-level module a piece of code names through `crate::`,
 /// including those inside `use crate::{a, b::c}` groups.
 fn named_modules(code: &str) -> BTreeSet<String> {
+    named_after(code, "crate::")
+}
+
+/// Every first path segment a piece of code names after `prefix` (such as
+/// `super::` or `crate::store::`), groups included.
+fn named_after(code: &str, prefix: &str) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     let mut rest = code;
-    while let Some(at) = rest.find("crate::") {
-        rest = &rest[at + "crate::".len()..];
+    while let Some(at) = rest.find(prefix) {
+        if rest[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':')
+        {
+            rest = &rest[at + prefix.len()..];
+            continue;
+        }
+        rest = &rest[at + prefix.len()..];
         if let Some(group) = rest.strip_prefix('{') {
             let mut depth = 1;
             let mut end = group.len();
@@ -223,5 +240,143 @@ fn the_reader_sees_grouped_and_nested_imports() {
     assert_eq!(
         documented.into_iter().collect::<Vec<_>>(),
         ["docs", "inner"]
+    );
+}
+
+/// The source files of every crate under `host/`.
+fn host_files() -> Vec<PathBuf> {
+    let host = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let mut files = Vec::new();
+    for krate in std::fs::read_dir(host).unwrap() {
+        let src = krate.unwrap().path().join("src");
+        if src.is_dir() {
+            rust_files(&src, &mut files);
+        }
+    }
+    files
+}
+
+/// A file and the module it is: `engine/state.rs` is `state` among the
+/// files of `engine/`, `engine/mod.rs` is `engine` among those of `src/`.
+fn place(file: &Path) -> (PathBuf, String) {
+    let stem = file.file_stem().unwrap().to_str().unwrap().to_owned();
+    let dir = file.parent().unwrap();
+    if stem == "mod" {
+        let name = dir.file_name().unwrap().to_str().unwrap().to_owned();
+        (dir.parent().unwrap().to_owned(), name)
+    } else {
+        (dir.to_owned(), stem)
+    }
+}
+
+/// The module path of a directory inside its crate (`store::shared` for
+/// `src/store/shared`), as `crate::` paths spell it.
+fn module_path(dir: &Path) -> String {
+    let mut parts = Vec::new();
+    let mut at = dir;
+    while at.file_name().is_some_and(|n| n != "src") {
+        parts.push(at.file_name().unwrap().to_str().unwrap().to_owned());
+        at = at.parent().unwrap();
+    }
+    parts.reverse();
+    parts.join("::")
+}
+
+/// A circle of files is a module split in name only: each file needs the
+/// others to be read. Siblings (files of one directory, a directory's
+/// `mod.rs` standing for it) may use each other one way; the shared part
+/// of two that need each other belongs in a third, below both.
+#[test]
+fn no_files_of_a_module_use_each_other_in_a_circle() {
+    let files = host_files();
+    let mut siblings: BTreeMap<PathBuf, BTreeSet<String>> = BTreeMap::new();
+    for file in &files {
+        let (dir, name) = place(file);
+        if !matches!(name.as_str(), "lib" | "main" | "src") {
+            siblings.entry(dir).or_default().insert(name);
+        }
+    }
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in &files {
+        let (dir, name) = place(file);
+        let Some(around) = siblings.get(&dir) else {
+            continue;
+        };
+        let code = code(&std::fs::read_to_string(file).unwrap());
+        let mut used = named_after(&code, "super::");
+        let path = module_path(&dir);
+        if !path.is_empty() {
+            used.extend(named_after(&code, &format!("crate::{path}::")));
+        }
+        let host = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let shown = dir.strip_prefix(host).unwrap_or(&dir).display().to_string();
+        let key = |n: &str| format!("{shown}/{n}");
+        edges.entry(key(&name)).or_default().extend(
+            used.iter()
+                .filter(|u| **u != name && around.contains(*u))
+                .map(|u| key(u)),
+        );
+    }
+    let circles = circles(&edges);
+    assert!(
+        circles.is_empty(),
+        "files that use each other:\n{}",
+        circles.join("\n")
+    );
+}
+
+/// Each circle in `edges`, as `a -> b -> a`.
+fn circles(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    fn walk(
+        node: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+        found: &mut Vec<String>,
+    ) {
+        if let Some(at) = path.iter().position(|p| p == node) {
+            let mut circle = path[at..].to_vec();
+            circle.push(node.to_owned());
+            found.push(circle.join(" -> "));
+            return;
+        }
+        if !done.insert(node.to_owned()) {
+            return;
+        }
+        path.push(node.to_owned());
+        for next in edges.get(node).into_iter().flatten() {
+            walk(next, edges, path, done, found);
+        }
+        path.pop();
+    }
+    let mut found = Vec::new();
+    let mut done = BTreeSet::new();
+    for node in edges.keys() {
+        walk(node, edges, &mut Vec::new(), &mut done, &mut found);
+    }
+    found
+}
+
+#[test]
+fn a_circle_of_three_is_found_and_a_chain_is_not() {
+    let edges = |pairs: &[(&str, &str)]| {
+        let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (a, b) in pairs {
+            edges.entry((*a).into()).or_default().insert((*b).into());
+        }
+        edges
+    };
+    assert_eq!(
+        circles(&edges(&[("a", "b"), ("b", "c"), ("c", "a")])),
+        ["a -> b -> c -> a"]
+    );
+    assert!(circles(&edges(&[("a", "b"), ("b", "c"), ("a", "c")])).is_empty());
+    let used = named_after(
+        "use super::{state::X, host};\nsuper::links::f();\nx::super::no",
+        "super::",
+    );
+    assert_eq!(
+        used.into_iter().collect::<Vec<_>>(),
+        ["host", "links", "state"]
     );
 }

@@ -79,7 +79,7 @@ pub(crate) fn new_store(
         .socket_addr_check(|_, _| Box::pin(std::future::ready(false)));
     let root = match place {
         Place::Workspace => engine.workspace.clone(),
-        Place::Copy(path) => super::links::LinkRoot::new(path),
+        Place::Copy(path) => super::root::LinkRoot::new(path),
     };
     match grant.fs {
         FsAccess::None => {}

@@ -11,43 +11,9 @@ use super::state::{CallState, HostState};
 use crate::call::{ChildCalls, Progress};
 use crate::presentation::cut_to;
 use crate::question::{Answer, Asked, MAX_QUESTIONS, Question};
-use std::time::{Duration, Instant};
 
-/// Log text one call may write through `log`; later lines are dropped so a
-/// chatty plugin cannot flood the host's log or memory.
-pub const LOG_BUDGET_BYTES: usize = 64 << 10;
-
-/// Progress reports one call may pass on, and how often: a report is
-/// state ("done of total"), so dropping the ones in between loses nothing
-/// a person watching needs, while forwarding every one of a plugin's
-/// millions would grow the host and hold the answer up behind them.
-pub const MAX_PROGRESS_REPORTS: u32 = 1_000;
-pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(10);
 /// Longest progress message passed on; longer ones are cut.
 pub const MAX_PROGRESS_MESSAGE_BYTES: usize = 1024;
-
-/// Which of a call's progress reports go on.
-#[derive(Debug, Default)]
-pub(crate) struct ProgressGate {
-    sent: u32,
-    last: Option<Instant>,
-}
-
-impl ProgressGate {
-    fn admit(&mut self) -> bool {
-        let now = Instant::now();
-        if self.sent >= MAX_PROGRESS_REPORTS
-            || self
-                .last
-                .is_some_and(|last| now.duration_since(last) < PROGRESS_INTERVAL)
-        {
-            return false;
-        }
-        self.sent += 1;
-        self.last = Some(now);
-        true
-    }
-}
 
 /// Severity of a plugin's log line, whatever contract it speaks.
 #[derive(Clone, Copy)]

@@ -17,10 +17,10 @@
 //! but what the plugin asked for (a directory move that would carry an
 //! escaping link is undone before the call returns).
 
+use super::root::LinkRoot;
 use super::state::CallState;
 use crate::real_path::resolve;
 use cap_std::fs::Dir;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use wasmtime::component::{Linker, Resource};
@@ -34,36 +34,6 @@ const FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
 /// Entries a moved directory may hold for its links to be checked; past
 /// this a move that would carry links is refused rather than walked on.
 pub const MAX_MOVED_ENTRIES: usize = 100_000;
-
-/// The workspace as the link checks see it.
-#[derive(Clone)]
-pub(super) struct LinkRoot {
-    /// Canonical host path of the workspace.
-    root: Arc<Path>,
-}
-
-impl LinkRoot {
-    pub fn new(workspace: &Path) -> LinkRoot {
-        let root = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_owned());
-        LinkRoot { root: root.into() }
-    }
-
-    /// Its canonical host path.
-    pub fn path(&self) -> &Path {
-        &self.root
-    }
-
-    fn dir(&self) -> Option<Dir> {
-        Dir::open_ambient_dir(&self.root, cap_std::ambient_authority()).ok()
-    }
-
-    /// Where a directory descriptor stands, relative to the workspace (`""`
-    /// for the workspace itself).
-    fn place_of(&self, dir: &std::fs::File) -> Option<String> {
-        let real = std::fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd())).ok()?;
-        Some(real.strip_prefix(&self.root).ok()?.to_str()?.to_owned())
-    }
-}
 
 /// Replaces `symlink-at`, `rename-at` and `link-at` with checked versions
 /// that then call wasmtime-wasi's own.
@@ -178,7 +148,7 @@ impl Scope {
     }
 
     fn resolve(&self, text: &str) -> Result<String, ErrorCode> {
-        resolve(&self.workspace, &self.root.root, text).map_err(|_| ErrorCode::NotPermitted)
+        resolve(&self.workspace, self.root.path(), text).map_err(|_| ErrorCode::NotPermitted)
     }
 
     /// Where `path` under the directory `dir` would stand, its last

@@ -19,6 +19,7 @@ mod error;
 pub(crate) mod guest;
 mod host;
 mod links;
+mod root;
 mod setup;
 mod state;
 
@@ -178,7 +179,7 @@ pub struct Engine {
     baseline: Option<Compiler>,
     /// The workspace preopened for calls that are granted it, and the
     /// root the link checks hold it to.
-    workspace: links::LinkRoot,
+    workspace: root::LinkRoot,
     limits: Limits,
     /// What every call's requests go through.
     egress: Arc<Egress>,
@@ -282,7 +283,7 @@ impl Engine {
         Ok(Engine {
             optimizing: Arc::new(optimizing),
             baseline,
-            workspace: links::LinkRoot::new(workspace),
+            workspace: root::LinkRoot::new(workspace),
             limits: limits.clone(),
             egress,
             provenance,

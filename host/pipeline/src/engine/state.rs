@@ -1,9 +1,11 @@
 //! What one `Store` holds for one call: its WASI context, resource table,
-//! memory limiter and the per-call state of the `host` interface.
+//! memory limiter, the per-call state of the `host` interface and what the
+//! call may still spend through it (log text, progress reports).
 
 use crate::call::{CancelToken, ChildCalls, ProgressSink};
 use crate::egress::CallHooks;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -14,6 +16,40 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 pub const MAX_HANDLES: usize = 1024;
 /// Wasm tables and their elements per call.
 const MAX_TABLE_ELEMENTS: usize = 1 << 20;
+
+/// Log text one call may write through `log`; later lines are dropped so a
+/// chatty plugin cannot flood the host's log or memory.
+pub const LOG_BUDGET_BYTES: usize = 64 << 10;
+
+/// Progress reports one call may pass on, and how often: a report is
+/// state ("done of total"), so dropping the ones in between loses nothing
+/// a person watching needs, while forwarding every one of a plugin's
+/// millions would grow the host and hold the answer up behind them.
+pub const MAX_PROGRESS_REPORTS: u32 = 1_000;
+pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(10);
+
+/// Which of a call's progress reports go on.
+#[derive(Debug, Default)]
+pub(crate) struct ProgressGate {
+    sent: u32,
+    last: Option<Instant>,
+}
+
+impl ProgressGate {
+    pub(super) fn admit(&mut self) -> bool {
+        let now = Instant::now();
+        if self.sent >= MAX_PROGRESS_REPORTS
+            || self
+                .last
+                .is_some_and(|last| now.duration_since(last) < PROGRESS_INTERVAL)
+        {
+            return false;
+        }
+        self.sent += 1;
+        self.last = Some(now);
+        true
+    }
+}
 
 /// Refuses growth past the limit and remembers that it did, so a guest that
 /// aborts on allocation failure is reported as MEMORY_LIMIT rather than as a
@@ -56,7 +92,7 @@ pub(crate) struct HostState {
     pub cancel: CancelToken,
     pub progress: Option<ProgressSink>,
     pub log_bytes_left: usize,
-    pub progress_gate: super::host::ProgressGate,
+    pub progress_gate: ProgressGate,
     /// How the call's tool reaches other tools (`compose`); none while a
     /// plugin lists its tools.
     pub children: Option<Arc<dyn ChildCalls>>,
@@ -83,7 +119,7 @@ impl HostState {
             call_id,
             cancel,
             progress: None,
-            log_bytes_left: super::host::LOG_BUDGET_BYTES,
+            log_bytes_left: LOG_BUDGET_BYTES,
             progress_gate: Default::default(),
             children: None,
             answers: None,
@@ -101,7 +137,7 @@ pub(crate) struct CallState {
     pub(super) host: HostState,
     /// Set when the call may write the workspace: the symlinks it makes
     /// are checked against it.
-    pub(super) links: Option<super::links::LinkRoot>,
+    pub(super) links: Option<super::root::LinkRoot>,
     pub(super) http: WasiHttpCtx,
     /// Every request the guest hands to `wasi:http` goes through these,
     /// with the call's network grant.

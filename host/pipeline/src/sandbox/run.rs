@@ -4,7 +4,7 @@
 //! [`PreparedCall`] that [`super::Sandbox::run`] took by value (so only a
 //! call every earlier step cleared reaches the workspace), or, for a
 //! rehearsal, from a call's tool, arguments and grant in a private copy of
-//! the workspace ([`super::rehearse`]).
+//! the workspace (the rehearsal, which uses this file and not the other way).
 
 use super::teardown::{Teardown, release};
 use super::{RawOutput, ToolFailure};

@@ -1,9 +1,9 @@
 //! What a call changed in the workspace: every file, link and directory it
 //! created, changed or removed, each with what stood there before and
-//! after. Computed by the host from the files themselves (see
-//! [`super::scratch`]), never from a plugin's account. Its digest is what
-//! an approval of a rehearsed call binds; its rendering is what the person
-//! is shown.
+//! after. Computed by the host from the files themselves (by the scratch
+//! copy, which uses this file and not the other way), never from a
+//! plugin's account. Its digest is what an approval of a rehearsed call
+//! binds; its rendering is what the person is shown.
 
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
