@@ -9,21 +9,11 @@
 //! died lapses at its `expires_ms`.
 
 use super::executions::{RELEASE, execution_group};
-use super::{Shared, SharedError, wait};
+use super::{NewReservation, Shared, SharedError, wait};
 use crate::store::KeyState;
 use crate::store::executions::ExecutionGroup;
 use tokio_postgres::Client;
 use tokio_postgres::types::ToSql;
-
-/// A call's unit of its session's budget, as the shared store keeps it.
-#[derive(Debug)]
-pub struct NewReservation<'a> {
-    pub session: &'a str,
-    pub tool: &'a str,
-    /// Empty when the call is not counted per arguments.
-    pub args_digest: &'a str,
-    pub expires_ms: i64,
-}
 
 const SESSION_LOCK: &str =
     "SELECT pg_advisory_xact_lock(hashtext('toolwarden budget'), hashtext($1))";

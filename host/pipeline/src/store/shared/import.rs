@@ -7,23 +7,13 @@
 //! must not duplicate the first.
 
 use super::audit::{CHAIN_LOCK, Chained, Writes, checkpoint};
-use super::{Shared, SharedError, insert_approval, wait};
+use super::{Copied, Shared, SharedError, insert_approval, wait};
 use crate::store::Store;
 use std::ops::ControlFlow;
 
 /// Rows copied per read of the source, so memory stays flat however long
 /// the chain is.
 const CHUNK: i64 = 10_000;
-
-/// What a migration copied.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Copied {
-    pub approvals: usize,
-    pub records: usize,
-    pub executions: usize,
-    /// The chain's last record (seq, hash), if it has one.
-    pub tail: Option<(i64, String)>,
-}
 
 fn source(e: impl std::fmt::Display) -> SharedError {
     SharedError::Source(e.to_string())

@@ -15,30 +15,75 @@
 //! runs on a thread of its own (one per process), so a caller on a Tokio
 //! runtime never nests one runtime in another. A lost connection fails the
 //! operation (the caller fails closed) and the next operation connects
-//! again, so a host recovers by itself once the database is back. The password comes from a file or
-//! the environment, never from the URL, and is never shown.
+//! again, so a host recovers by itself once the database is back. The
+//! password comes from a file or the environment, never from the URL, and
+//! is never shown.
+//!
+//! PostgreSQL is the `postgres` feature (the CLI turns it on). Without it
+//! the `[store]` table is still read, and naming a shared store is a config
+//! error that says how to get a build with one (`absent`).
 
+#[cfg(feature = "postgres")]
 mod approvals;
+#[cfg(feature = "postgres")]
 mod audit;
+#[cfg(feature = "postgres")]
 mod budget;
+#[cfg(feature = "postgres")]
 mod executions;
+#[cfg(feature = "postgres")]
 mod import;
+#[cfg(feature = "postgres")]
 mod pool;
+#[cfg(feature = "postgres")]
 mod request_states;
+#[cfg(feature = "postgres")]
 mod schema;
+#[cfg(feature = "postgres")]
 mod settings;
 
+#[cfg(not(feature = "postgres"))]
+mod absent;
+mod section;
+
+#[cfg(not(feature = "postgres"))]
+pub use absent::{Shared, SharedSettings};
+#[cfg(feature = "postgres")]
 use approvals::insert_approval;
-pub use budget::NewReservation;
-pub use import::Copied;
+#[cfg(feature = "postgres")]
 pub use pool::Shared;
+#[cfg(feature = "postgres")]
 use pool::{Connection, wait};
+#[cfg(feature = "postgres")]
 use schema::migrate;
-pub use settings::{SharedSettings, StoreSection};
+pub use section::StoreSection;
+#[cfg(feature = "postgres")]
+pub use settings::SharedSettings;
+
+/// A call's unit of its session's budget, as the shared store keeps it.
+#[derive(Debug)]
+pub struct NewReservation<'a> {
+    pub session: &'a str,
+    pub tool: &'a str,
+    /// Empty when the call is not counted per arguments.
+    pub args_digest: &'a str,
+    pub expires_ms: i64,
+}
+
+/// What a migration copied.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Copied {
+    pub approvals: usize,
+    pub records: usize,
+    pub executions: usize,
+    /// The chain's last record (seq, hash), if it has one.
+    pub tail: Option<(i64, String)>,
+}
 
 /// A failure of the shared store.
 #[derive(Debug, thiserror::Error)]
 pub enum SharedError {
+    #[cfg(feature = "postgres")]
     #[error("{}", said(.0))]
     Postgres(#[from] tokio_postgres::Error),
     #[error("{0}")]
@@ -56,6 +101,7 @@ impl SharedError {
     /// 22: a NUL in text, a value out of range) or a value past one of its
     /// limits (class 54). Not an integrity violation (class 23): a key two
     /// hosts raced for is taken on the next try.
+    #[cfg(feature = "postgres")]
     pub fn refuses_data(&self) -> bool {
         let Self::Postgres(e) = self else {
             return false;
@@ -63,10 +109,16 @@ impl SharedError {
         e.code()
             .is_some_and(|code| matches!(code.code().get(..2), Some("22" | "54")))
     }
+
+    #[cfg(not(feature = "postgres"))]
+    pub fn refuses_data(&self) -> bool {
+        false
+    }
 }
 
 /// What PostgreSQL said: a server's error names its cause and code, where
 /// the driver's own text is only "db error".
+#[cfg(feature = "postgres")]
 fn said(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{} ({})", db.message(), db.code().code()),

@@ -1,54 +1,16 @@
-//! The `[store]` table: where the shared store is and how to log in. The
+//! Where the shared store is and how to log in, checked: a PostgreSQL URL
+//! to a loopback address or a Unix socket, without a password. The
 //! password comes from a file or the environment, never from the URL, and
 //! is never shown.
 
 use crate::settings::SettingError;
-use serde::Deserialize;
 use std::path::PathBuf;
 use std::str::FromStr;
 use tokio_postgres::Config;
 use tokio_postgres::config::Host;
 
-/// The URL of the shared store, overriding `[store] url`.
-pub(super) const URL_ENV: &str = "TOOLWARDEN_STORE_URL";
-/// Its password, when `[store] password_file` is not set.
+/// The store's password, when `[store] password_file` is not set.
 pub(super) const PASSWORD_ENV: &str = "TOOLWARDEN_STORE_PASSWORD";
-
-/// The `[store]` table as written.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StoreSection {
-    url: Option<String>,
-    password_file: Option<PathBuf>,
-}
-
-impl StoreSection {
-    pub const KEYS: &str = "url, password_file";
-
-    /// The shared store the section (or [`URL_ENV`]) names, if any.
-    pub fn resolve(self) -> Result<Option<SharedSettings>, SettingError> {
-        let url = std::env::var(URL_ENV).ok().filter(|u| !u.is_empty());
-        match url.or(self.url) {
-            None if self.password_file.is_some() => Err(SettingError::new(
-                "`[store] password_file` is set but no `url`",
-                format!(
-                    "add `url = \"postgres://USER@HOST:PORT/DB\"` to `[store]`, or set {URL_ENV}"
-                ),
-            )),
-            None => Ok(None),
-            Some(url) => SharedSettings::new(&url, self.password_file).map(Some),
-        }
-    }
-
-    /// No `[store]` table: the environment may still name one.
-    pub fn absent() -> Result<Option<SharedSettings>, SettingError> {
-        StoreSection {
-            url: None,
-            password_file: None,
-        }
-        .resolve()
-    }
-}
 
 /// Where the shared store is and how to log in.
 #[derive(Clone)]
@@ -65,7 +27,10 @@ impl std::fmt::Debug for SharedSettings {
 }
 
 impl SharedSettings {
-    fn new(url: &str, password_file: Option<PathBuf>) -> Result<SharedSettings, SettingError> {
+    pub(super) fn new(
+        url: &str,
+        password_file: Option<PathBuf>,
+    ) -> Result<SharedSettings, SettingError> {
         let config = Config::from_str(url).map_err(|e| {
             SettingError::new(
                 format!("the store URL is not a PostgreSQL URL: {e}"),
