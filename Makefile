@@ -44,9 +44,12 @@ install: build
 demo: plugins build
 	bash tests/demo/demo.sh
 
+# The second clippy checks the library as people embed it: no features, so
+# no PostgreSQL (store/shared/absent.rs stands in for it).
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --release -p toolwarden --all-targets -- -D warnings
 
 # The Python tests: the MCP tests drive `toolwarden serve` with the official
 # Python SDK; the plugin test builds the Python example with componentize-py.

@@ -177,7 +177,7 @@ pub(super) struct FileError {
 }
 
 impl FileError {
-    #[cfg(any(test, feature = "fuzzing"))]
+    #[cfg(feature = "fuzzing")]
     pub(super) fn message(&self) -> &str {
         &self.message
     }
