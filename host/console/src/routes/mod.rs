@@ -1,0 +1,180 @@
+//! What each console URL does. Reading pages ask the controller's records
+//! and registry; the two state changes (approve, deny) go through the same
+//! approval book, and the same one-time binding, as the CLI. Database work
+//! runs on the blocking pool, so a long `audit verify` never stalls the
+//! server's other connections.
+
+use super::Console;
+use super::pages;
+use super::session::{self, Session};
+use axum::Extension;
+use axum::extract::{Form, Path, State};
+use axum::http::{StatusCode, header};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use serde::Deserialize;
+use std::sync::Arc;
+
+mod approvals;
+mod audit;
+mod tools;
+
+pub use approvals::{approval, approve, deny, history, waiting};
+pub use audit::{audit, trail};
+pub use tools::{explain, tools};
+
+type Shared = State<Arc<Console>>;
+
+/// Runs blocking store work off the async threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Response> {
+    tokio::task::spawn_blocking(work).await.map_err(|e| {
+        failure(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the console failed",
+            &e.to_string(),
+            None,
+        )
+    })
+}
+
+fn failure(status: StatusCode, title: &str, message: &str, csrf: Option<&str>) -> Response {
+    (
+        status,
+        Html(pages::problem(title, message, csrf).into_string()),
+    )
+        .into_response()
+}
+
+fn missing(id: &str, csrf: &str) -> Response {
+    failure(
+        StatusCode::NOT_FOUND,
+        "no such approval",
+        &format!("there is no approval `{id}`"),
+        Some(csrf),
+    )
+}
+
+/// The records could not be read: nothing is shown rather than part.
+fn unavailable(what: &str, error: &str, csrf: &str) -> Response {
+    failure(StatusCode::SERVICE_UNAVAILABLE, what, error, Some(csrf))
+}
+
+fn csrf_refused() -> Response {
+    failure(
+        StatusCode::FORBIDDEN,
+        "refused",
+        "this form did not come from a page of this console (its CSRF token is missing or wrong); reload the page and try again",
+        None,
+    )
+}
+
+fn page(markup: maud::Markup) -> Response {
+    Html(markup.into_string()).into_response()
+}
+
+/// How often a watching page's connection looks for changed approvals:
+/// a new one shows within this (plus a page load).
+const WATCH_INTERVAL: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Server-sent events: `approvals` whenever one is asked, decided or used.
+pub async fn events(State(console): Shared) -> Response {
+    use axum::response::sse::{Event, KeepAlive, Sse};
+    let version = |console: Arc<Console>| async move {
+        tokio::task::spawn_blocking(move || console.host.records().approvals_version().ok())
+            .await
+            .ok()
+            .flatten()
+    };
+    let first = version(Arc::clone(&console)).await;
+    let stream = futures::stream::unfold((console, first), move |(console, mut last)| async move {
+        loop {
+            tokio::time::sleep(WATCH_INTERVAL).await;
+            let now = version(Arc::clone(&console)).await;
+            if now.is_some() && now != last {
+                last = now;
+                let event = Event::default().event("approvals").data("changed");
+                return Some((Ok::<_, std::convert::Infallible>(event), (console, last)));
+            }
+        }
+    });
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+pub async fn login_page(State(console): Shared) -> Response {
+    if console.token.is_none() {
+        return Redirect::to("/console").into_response();
+    }
+    page(pages::login(false))
+}
+
+#[derive(Deserialize)]
+pub struct LoginForm {
+    #[serde(default)]
+    token: String,
+}
+
+pub async fn login(State(console): Shared, Form(form): Form<LoginForm>) -> Response {
+    let Some(token) = &console.token else {
+        return Redirect::to("/console").into_response();
+    };
+    if !session::same_secret(form.token.trim(), token) {
+        return (
+            StatusCode::UNAUTHORIZED,
+            Html(pages::login(true).into_string()),
+        )
+            .into_response();
+    }
+    match console.sessions.open() {
+        Some((id, _)) => (
+            [(header::SET_COOKIE, session::set_cookie(&id))],
+            Redirect::to("/console"),
+        )
+            .into_response(),
+        None => failure(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "no session",
+            "the host could not make a session id",
+            None,
+        ),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct LogoutForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+pub async fn logout(
+    State(console): Shared,
+    Extension(session): Extension<Session>,
+    Extension(id): Extension<super::SessionId>,
+    Form(form): Form<LogoutForm>,
+) -> Response {
+    if !session::same_secret(&form.csrf, &session.csrf) {
+        return csrf_refused();
+    }
+    console.sessions.close(&id.0);
+    (
+        [(header::SET_COOKIE, session::clear_cookie())],
+        Redirect::to("/console/login"),
+    )
+        .into_response()
+}
+
+const CSS: &str = include_str!("../assets/console.css");
+const JS: &str = include_str!("../assets/console.js");
+const ICON: &str = include_str!("../assets/icon.svg");
+
+pub async fn asset(Path(name): Path<String>) -> Response {
+    let (kind, body) = match name.as_str() {
+        "console.css" => ("text/css; charset=utf-8", CSS),
+        "console.js" => ("text/javascript; charset=utf-8", JS),
+        "icon.svg" => ("image/svg+xml", ICON),
+        _ => return StatusCode::NOT_FOUND.into_response(),
+    };
+    ([(header::CONTENT_TYPE, kind)], body).into_response()
+}
