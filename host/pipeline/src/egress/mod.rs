@@ -20,6 +20,7 @@
 
 mod address;
 mod body;
+mod exchange;
 mod secrets;
 mod section;
 mod send;
