@@ -21,143 +21,23 @@
 //! `store::SharedBudget`), so the limits hold across hosts as on one. A
 //! call no limit or duplicate check could refuse reserves nothing there.
 
+mod limits;
+mod section;
+mod totals;
+
 use crate::call::SessionId;
 use crate::outcome::{CallError, ErrorCode};
 use crate::registry::Tool;
-use crate::settings::SettingError;
-use crate::spec::Effect;
-use crate::store::{ExecutionGroup, ExecutionRow, NewReservation, SharedBudget, Store, now_ms};
-use serde::Deserialize;
+use crate::store::{ExecutionRow, NewReservation, SharedBudget, Store, now_ms};
+use limits::{check, repeats_checked};
+pub use section::{Budget, BudgetSection};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
-
-/// The ledger's maps, keyed by session ids, tool names and argument
-/// digests. foldhash instead of SipHash: a call hashes several keys under
-/// the ledger's lock, and foldhash's per-process random seed is enough
-/// against keys chosen to collide (digests are SHA-256 outputs anyway).
-type Map<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
-
-/// Limits per session, from the `[budget]` table. `None` is unlimited.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Budget {
-    pub max_calls: Option<u64>,
-    pub max_calls_per_tool: Option<u64>,
-    pub max_run_time: Option<Duration>,
-    /// Calls one model turn may ask for (checked by the batch runner).
-    pub max_calls_per_turn: Option<u64>,
-    /// The same tool with the same arguments may run again in a session.
-    /// Off by default, except for tools declaring `read-only` and `idempotent`.
-    pub allow_duplicate_calls: bool,
-}
-
-/// The `[budget]` table as written.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BudgetSection {
-    max_calls: Option<u64>,
-    max_calls_per_tool: Option<u64>,
-    max_run_ms: Option<u64>,
-    max_calls_per_turn: Option<u64>,
-    #[serde(default)]
-    allow_duplicate_calls: bool,
-}
-
-impl BudgetSection {
-    pub const KEYS: &str =
-        "max_calls, max_calls_per_tool, max_run_ms, max_calls_per_turn, allow_duplicate_calls";
-
-    pub fn resolve(self) -> Result<Budget, SettingError> {
-        let limits = [
-            self.max_calls,
-            self.max_calls_per_tool,
-            self.max_run_ms,
-            self.max_calls_per_turn,
-        ];
-        if limits.contains(&Some(0)) {
-            return Err(SettingError::new(
-                "a `[budget]` limit is 0, which would refuse every call",
-                "leave the key out for no limit, or set at least 1",
-            ));
-        }
-        Ok(Budget {
-            max_calls: self.max_calls,
-            max_calls_per_tool: self.max_calls_per_tool,
-            max_run_time: self.max_run_ms.map(Duration::from_millis),
-            max_calls_per_turn: self.max_calls_per_turn,
-            allow_duplicate_calls: self.allow_duplicate_calls,
-        })
-    }
-}
-
-fn exceeded(message: String) -> Result<(), CallError> {
-    Err(CallError::new(ErrorCode::BudgetExceeded, message))
-}
+use totals::{Map, SessionTotals};
 
 /// Sessions whose totals stay in memory; beyond it, idle sessions that can
 /// be read back from the database (or never come back) are dropped.
 pub const MAX_RESIDENT_SESSIONS: usize = 4096;
-
-/// What one session has executed (or reserved) so far. Keys are shared
-/// with the calls' records, so counting a call copies no text.
-#[derive(Debug, Default)]
-struct SessionTotals {
-    calls: u64,
-    run_us: u64,
-    /// Reservations not yet executed or given back.
-    in_flight: u64,
-    /// This process minted the id: the database knows nothing these totals
-    /// do not, so they must not be dropped while the id is still held.
-    minted: bool,
-    tools: Map<Arc<str>, ToolTotals>,
-}
-
-#[derive(Debug, Default)]
-struct ToolTotals {
-    calls: u64,
-    /// Calls per argument digest, for the duplicate guard. Only calls it
-    /// could refuse a repeat of are counted here (see [`repeats_checked`]).
-    per_args: Map<Arc<str>, u64>,
-}
-
-impl SessionTotals {
-    /// Counts `calls` of `tool`, and of its arguments when `digest` is given.
-    fn add(&mut self, tool: &Arc<str>, digest: Option<&Arc<str>>, calls: u64) {
-        self.calls += calls;
-        let per_tool = match self.tools.get_mut(tool) {
-            Some(t) => t,
-            None => self.tools.entry(Arc::clone(tool)).or_default(),
-        };
-        per_tool.calls += calls;
-        let Some(digest) = digest else { return };
-        match per_tool.per_args.get_mut(digest) {
-            Some(n) => *n += calls,
-            None => {
-                per_tool.per_args.insert(Arc::clone(digest), calls);
-            }
-        }
-    }
-
-    /// Totals of what a store says a session executed.
-    fn from_groups(groups: Vec<ExecutionGroup>) -> SessionTotals {
-        let mut totals = SessionTotals::default();
-        for g in groups {
-            let (tool, digest) = (Arc::from(g.tool), Arc::from(g.args_digest));
-            totals.add(&tool, Some(&digest), g.calls.max(0) as u64);
-            totals.run_us += g.duration_us.max(0) as u64;
-        }
-        totals
-    }
-
-    fn remove_one(&mut self, tool: &str, digest: Option<&str>) {
-        self.calls = self.calls.saturating_sub(1);
-        if let Some(t) = self.tools.get_mut(tool) {
-            t.calls = t.calls.saturating_sub(1);
-            if let Some(n) = digest.and_then(|d| t.per_args.get_mut(d)) {
-                *n = n.saturating_sub(1);
-            }
-        }
-    }
-}
 
 /// The sessions in memory, and when to look for ones to drop.
 #[derive(Debug)]
@@ -422,63 +302,4 @@ impl Ledger {
             })?;
         Ok(Some(admitted?))
     }
-}
-
-/// Whether the duplicate guard can refuse a repeat of this tool's calls:
-/// not when the config allows repeats, nor for a tool whose calls are
-/// read-only and idempotent, nor for a keyed tool (its key answers a
-/// repeat of a call that succeeded, and lets one that failed run again).
-/// Only then are its calls counted per arguments.
-fn repeats_checked(budget: &Budget, tool: &Tool) -> bool {
-    let harmless = tool.spec.effects.contains(Effect::ReadOnly)
-        && tool.spec.effects.contains(Effect::Idempotent);
-    !budget.allow_duplicate_calls && !harmless && !tool.spec.keyed
-}
-
-/// `digest` is given when the duplicate guard applies to the call.
-fn check(
-    budget: &Budget,
-    totals: &SessionTotals,
-    tool: &Tool,
-    digest: Option<&str>,
-) -> Result<(), CallError> {
-    let name = &tool.spec.name;
-    if let Some(max) = budget.max_calls
-        && totals.calls >= max
-    {
-        return exceeded(format!(
-            "this session already ran {max} calls, its `budget.max_calls`; start a new session to go on"
-        ));
-    }
-    let per_tool = totals.tools.get(name.as_str());
-    let tool_calls = per_tool.map_or(0, |t| t.calls);
-    if let Some(max) = budget.max_calls_per_tool
-        && tool_calls >= max
-    {
-        return exceeded(format!(
-            "this session already ran `{name}` {max} times, its `budget.max_calls_per_tool`"
-        ));
-    }
-    if let Some(max) = budget.max_run_time
-        && u128::from(totals.run_us) >= max.as_micros()
-    {
-        return exceeded(format!(
-            "this session already spent {} ms running tools, its `budget.max_run_ms`",
-            totals.run_us / 1000
-        ));
-    }
-    let Some(digest) = digest else { return Ok(()) };
-    let same_args = per_tool
-        .and_then(|t| t.per_args.get(digest))
-        .copied()
-        .unwrap_or(0);
-    if same_args > 0 {
-        return Err(CallError::new(
-            ErrorCode::DuplicateCall,
-            format!(
-                "`{name}` already ran with exactly these arguments in this session; repeating a call with effects is refused. Check its earlier result instead"
-            ),
-        ));
-    }
-    Ok(())
 }
