@@ -15,7 +15,13 @@
 //! manifest says it is larger than a plugin may be. Plain `http` only for
 //! loopback registries unless the caller says otherwise.
 
+mod access;
+mod formats;
+
+pub use access::Access;
+use access::{docker_credentials, is_loopback};
 use bytes::Bytes;
+use formats::{EMPTY_CONFIG, IMAGE_INDEX, component_layer};
 use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::manifest::{
     ImageIndexEntry, OCI_IMAGE_MEDIA_TYPE, OciDescriptor, OciImageIndex, OciImageManifest,
@@ -29,27 +35,10 @@ pub const WASM_CONFIG: &str = "application/vnd.wasm.config.v0+json";
 pub const WASM_LAYER: &str = "application/wasm";
 /// The artifact type (and layer media type) of a minisign signature.
 pub const SIGNATURE_ARTIFACT: &str = "application/vnd.dev.minisign.signature";
-const IMAGE_INDEX: &str = "application/vnd.oci.image.index.v1+json";
-const EMPTY_CONFIG: &str = "application/vnd.oci.empty.v1+json";
-/// The config `oras push` writes when given none (image-spec 1.0 mode).
-const ORAS_UNKNOWN_CONFIG: &str = "application/vnd.unknown.config.v1+json";
-/// Layer media types that hold a component: the Wasm OCI format's, and
-/// the one wasm-to-oci and early registries used.
-const COMPONENT_LAYERS: [&str; 2] = [WASM_LAYER, "application/vnd.wasm.content.layer.v1+wasm"];
 /// The layer annotation `oras pull` names the file it writes after.
 const TITLE: &str = "org.opencontainers.image.title";
 /// A minisign signature is a few hundred bytes.
 const MAX_SIGNATURE_BLOB: usize = 4096;
-
-/// Who the registry is told we are, and how to reach it.
-#[derive(Clone, Debug, Default)]
-pub struct Access {
-    /// Credentials given on the command line, if any; otherwise those of
-    /// `~/.docker/config.json` for the registry, otherwise none.
-    pub credentials: Option<RegistryAuth>,
-    /// Plain `http` to this registry even though it is not on loopback.
-    pub insecure: bool,
-}
 
 /// A component as a registry holds it.
 pub struct Pulled {
@@ -60,90 +49,6 @@ pub struct Pulled {
     pub signature: Option<String>,
     /// How the component was packaged, for the person to read.
     pub format: String,
-}
-
-/// The layer of `manifest` that holds the component, and how it was
-/// packaged; an error that says what the manifest is otherwise.
-fn component_layer(manifest: &OciImageManifest) -> Result<(&OciDescriptor, String), String> {
-    if manifest.artifact_type.as_deref() == Some(SIGNATURE_ARTIFACT) {
-        return Err("it is a signature, not a component".into());
-    }
-    let config = manifest.config.media_type.as_str();
-    let format = match (config, manifest.artifact_type.as_deref()) {
-        (WASM_CONFIG, _) => "a Wasm OCI artifact (wkg, Wassette)".to_owned(),
-        (EMPTY_CONFIG | ORAS_UNKNOWN_CONFIG, Some(kind)) => {
-            format!("an OCI artifact of type `{kind}`")
-        }
-        (ORAS_UNKNOWN_CONFIG | EMPTY_CONFIG, None) => "an ORAS artifact".to_owned(),
-        (other, _) => {
-            return Err(format!(
-                "its config is `{other}`, which is neither a Wasm component artifact \
-                 (`{WASM_CONFIG}`) nor an artifact without a config (`{EMPTY_CONFIG}`, \
-                 `{ORAS_UNKNOWN_CONFIG}`)"
-            ));
-        }
-    };
-    let components: Vec<&OciDescriptor> = manifest
-        .layers
-        .iter()
-        .filter(|layer| COMPONENT_LAYERS.contains(&layer.media_type.as_str()))
-        .collect();
-    match components.as_slice() {
-        [layer] => Ok((layer, format)),
-        [] => Err(format!(
-            "none of its {} layers is a component (`{WASM_LAYER}`): {}",
-            manifest.layers.len(),
-            manifest
-                .layers
-                .iter()
-                .map(|l| format!("`{}`", l.media_type))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
-        many => Err(format!(
-            "it has {} component layers; install takes an artifact with one",
-            many.len()
-        )),
-    }
-}
-
-fn is_loopback(registry: &str) -> bool {
-    let host = registry
-        .rsplit_once(':')
-        .filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
-        .map_or(registry, |(host, _)| host);
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    host == "localhost"
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
-/// `user:password` from `~/.docker/config.json` for `registry`, if there.
-fn docker_credentials(registry: &str) -> Option<RegistryAuth> {
-    use base64::Engine;
-    let home = std::env::var_os("DOCKER_CONFIG")
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".docker"))
-        })?;
-    let text = std::fs::read_to_string(home.join("config.json")).ok()?;
-    let config: serde_json::Value = serde_json::from_str(&text).ok()?;
-    let entry = config["auths"]
-        .as_object()?
-        .iter()
-        .find(|(key, _)| {
-            key.trim_start_matches("https://")
-                .trim_start_matches("http://")
-                .trim_end_matches('/')
-                == registry
-        })?
-        .1;
-    let decoded = base64::engine::general_purpose::STANDARD
-        .decode(entry["auth"].as_str()?)
-        .ok()?;
-    let (user, password) = std::str::from_utf8(&decoded).ok()?.split_once(':')?;
-    Some(RegistryAuth::Basic(user.to_owned(), password.to_owned()))
 }
 
 pub struct Registry {
@@ -451,31 +356,5 @@ impl tokio::io::AsyncWrite for Bounded<'_> {
 
     fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Poll::Ready(Ok(()))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_loopback;
-
-    #[test]
-    fn only_loopback_registries_are_reached_over_plain_http_by_default() {
-        for local in [
-            "127.0.0.1:5000",
-            "localhost:5000",
-            "localhost",
-            "[::1]:5000",
-            "127.1.2.3",
-        ] {
-            assert!(is_loopback(local), "{local}");
-        }
-        for remote in [
-            "ghcr.io",
-            "10.0.0.1:5000",
-            "localhost.evil.com",
-            "registry:5000",
-        ] {
-            assert!(!is_loopback(remote), "{remote}");
-        }
     }
 }
