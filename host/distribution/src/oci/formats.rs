@@ -15,8 +15,7 @@ const ORAS_UNKNOWN_CONFIG: &str = "application/vnd.unknown.config.v1+json";
 
 /// Layer media types that hold a component: the Wasm OCI format's, and
 /// the one wasm-to-oci and early registries used.
-const COMPONENT_LAYERS: [&str; 2] =
-    [WASM_LAYER, "application/vnd.wasm.content.layer.v1+wasm"];
+const COMPONENT_LAYERS: [&str; 2] = [WASM_LAYER, "application/vnd.wasm.content.layer.v1+wasm"];
 
 /// The layer of `manifest` that holds the component, and how it was
 /// packaged; an error that says what the manifest is otherwise.
