@@ -2,9 +2,9 @@
 //! components.
 //!
 //! This crate (host/pipeline) is the library people embed: the contract's
-//! types, the engine (wasmtime, WASI, egress), the state (SQLite and
-//! PostgreSQL stores, the audit chain) and every pipeline step, ordered by
-//! the controller. It never speaks a protocol: MCP, the console, OCI
+//! types, the engine (wasmtime, WASI, egress), the state (the SQLite store,
+//! the PostgreSQL one several hosts share with the `postgres` feature, the
+//! audit chain) and every pipeline step, ordered by the controller. It never speaks a protocol: MCP, the console, OCI
 //! registries and the command line are crates of their own on top of it
 //! (`toolwarden-mcp`, `-console`, `-distribution`, `-cli`), so embedding
 //! it pulls in none of rmcp, axum, maud or oci-client.
