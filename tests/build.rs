@@ -40,7 +40,7 @@ fn main() {
         .expect("tests/ sits in the workspace root")
         .to_owned();
     println!("cargo:rerun-if-changed=outer_build.rs");
-    for watched in ["wit", "sdk", "plugins", "tests/fixtures"] {
+    for watched in ["wit", "sdk/toolwarden-plugin", "plugins", "tests/fixtures"] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
     let examples = crates_in(&root.join("plugins"));

@@ -132,6 +132,11 @@ fn workspace(global: &GlobalArgs) -> Result<std::path::PathBuf, Error> {
     }
 }
 
+/// Where the SDKs this binary carries are written out (`commands::sdks`).
+fn sdk_home() -> Result<std::path::PathBuf, Error> {
+    crate::config::data_home("plugin SDK", "--sdk", "TOOLWARDEN_SDK")
+}
+
 fn plugins_dir(global: &GlobalArgs) -> Result<std::path::PathBuf, Error> {
     match &global.plugins {
         Some(dir) => Ok(dir.clone()),
@@ -214,20 +219,28 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
             Ok(ExitStatus::Success)
         }
         Command::Man { dir } => commands::man::write(&dir, printer),
-        Command::New { name, dir, sdk } => {
-            let data_dir = match &sdk {
-                Some(_) => std::path::PathBuf::new(),
-                None => crate::config::data_home("plugin SDK", "--sdk", "TOOLWARDEN_SDK")?,
+        Command::New {
+            name,
+            lang,
+            dir,
+            sdk,
+        } => {
+            let data_dir = match (&sdk, lang) {
+                (Some(_), args::Lang::Rust) => std::path::PathBuf::new(),
+                _ => sdk_home()?,
             };
-            commands::new::run(
-                &name,
-                dir.as_deref(),
-                sdk.as_deref(),
-                &plugins_dir(&cli.global)?,
-                &data_dir,
-                printer,
-            )
+            let new = commands::new::New {
+                name: &name,
+                lang,
+                dir: dir.as_deref(),
+                sdk: sdk.as_deref(),
+            };
+            commands::new::run(new, &plugins_dir(&cli.global)?, &data_dir, printer)
         }
+        Command::Build { dir, json } => {
+            commands::build::run_command(&dir, &sdk_home()?, json, printer)
+        }
+        Command::Dev { dir } => commands::dev::run(&dir, &sdk_home()?, &config()?, printer),
         Command::List { json, profile } => {
             commands::list::run(config()?, json, profile.profile, printer)
         }

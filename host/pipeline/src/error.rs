@@ -90,6 +90,11 @@ pub enum Error {
     #[error("cannot create the plugin: {message}")]
     Scaffold { message: String, hint: String },
 
+    /// `toolwarden build` could not build a plugin project: a toolchain is
+    /// missing, or the build itself failed.
+    #[error("cannot build the plugin: {message}")]
+    Build { message: String, hint: String },
+
     #[error("no workspace was named, and `{}` is not a project folder", cwd.display())]
     NoWorkspace {
         /// Where the command was started (the home directory or `/`).
@@ -131,6 +136,7 @@ impl Error {
             Error::State { .. } => "STATE",
             Error::Audit(_) => "AUDIT",
             Error::Scaffold { .. } => "SCAFFOLD",
+            Error::Build { .. } => "BUILD",
             Error::NoWorkspace { .. } | Error::NoProjectRoot { .. } => "NO_WORKSPACE",
         }
     }
@@ -194,7 +200,7 @@ impl Error {
                  the call or decision was not recorded"
                     .into()
             }
-            Error::Scaffold { hint, .. } => hint.clone(),
+            Error::Scaffold { hint, .. } | Error::Build { hint, .. } => hint.clone(),
             Error::NoWorkspace { .. } => "toolwarden governs one project folder, which its tools \
                 see as /workspace: run it inside that folder, or name it with `--workspace DIR` \
                 (or TOOLWARDEN_WORKSPACE). An MCP client starts servers in your home folder or \
@@ -285,6 +291,7 @@ mod tests {
             Error::Scaffold { .. } => 21,
             Error::NoWorkspace { .. } => 25,
             Error::NoProjectRoot { .. } => 26,
+            Error::Build { .. } => 27,
         }
     }
 
@@ -392,6 +399,10 @@ mod tests {
             Error::NoProjectRoot {
                 offered: vec![path()],
             },
+            Error::Build {
+                message: "m".into(),
+                hint: "h".into(),
+            },
         ]
     }
 
@@ -424,7 +435,8 @@ mod tests {
         unproven: PLUGIN_INVALID\n\
         file name: PLUGIN_INVALID\n\
         no workspace: NO_WORKSPACE\n\
-        no project root: NO_WORKSPACE\n";
+        no project root: NO_WORKSPACE\n\
+        build: BUILD\n";
 
     #[test]
     fn every_host_error_has_a_stable_code_and_a_hint() {

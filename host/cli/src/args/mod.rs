@@ -25,6 +25,24 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The languages `new` writes plugins in, and `build` builds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Lang {
+    Rust,
+    Python,
+    Js,
+}
+
+impl Lang {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lang::Rust => "rust",
+            Lang::Python => "python",
+            Lang::Js => "js",
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
     /// Directory of plugin `*.wasm` files [default: $XDG_DATA_HOME/toolwarden/plugins]
@@ -140,19 +158,43 @@ pub enum Command {
         #[arg(long)]
         policy: bool,
     },
-    /// Create a plugin crate with one example tool and a test, ready to build
+    /// Create a plugin project with one example tool and its tests, ready to build
     #[command(
-        after_help = "Example:\n  toolwarden new word_count && cd word_count && cargo build --release --target wasm32-wasip2"
+        after_help = "Examples:\n  toolwarden new word_count && cd word_count && toolwarden build\n  toolwarden new word_count --lang python\n  toolwarden new word_count --lang js"
     )]
     New {
         /// The plugin's name, also its first tool's: `[a-z][a-z0-9_]*`
         name: String,
+        /// The language to write it in
+        #[arg(long, value_enum, default_value_t = Lang::Rust)]
+        lang: Lang,
         /// Where to create it [default: ./NAME]; must not exist or be empty
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
         /// The `toolwarden-plugin` SDK crate to depend on [default: the one built into this binary, written under $XDG_DATA_HOME/toolwarden/sdk]
         #[arg(long, value_name = "DIR", env = "TOOLWARDEN_SDK")]
         sdk: Option<PathBuf>,
+    },
+    /// Build the plugin project in DIR into DIR/NAME.wasm, with its language's toolchain
+    #[command(
+        after_help = "Example:\n  cd word_count && toolwarden build && toolwarden check word_count.wasm"
+    )]
+    Build {
+        /// The project [default: the current directory]
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rebuild the plugin project in DIR on every save and install it into the plugins directory, where a running server reloads it
+    #[command(
+        after_help = "Example:\n  toolwarden serve --http 127.0.0.1:8765 &  cd word_count && toolwarden dev"
+    )]
+    Dev {
+        /// The project [default: the current directory]
+        #[arg(default_value = ".")]
+        dir: PathBuf,
     },
     /// Run the tool calls of one model turn (OpenAI or Anthropic shape) as a batch
     #[command(
@@ -338,7 +380,9 @@ impl Command {
                 ) => *json,
                 Some(AuditCommand::Export { .. }) => false,
             },
+            Command::Build { json, .. } => *json,
             Command::New { .. }
+            | Command::Dev { .. }
             | Command::Completions { .. }
             | Command::Man { .. }
             | Command::Schemas { .. }

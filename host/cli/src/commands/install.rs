@@ -146,6 +146,16 @@ fn install_all(
     Ok(ExitStatus::Success)
 }
 
+/// Installs a plugin file built here (`dev`), as `install FILE` would.
+pub fn install_built(config: &Config, file: &Path, printer: Printer) -> Result<ExitStatus, Error> {
+    let source = file.display().to_string();
+    let access = Access {
+        credentials: None,
+        insecure: false,
+    };
+    install_all(config, &[(source, None)], &access, false, printer)
+}
+
 /// What `install` was asked for.
 pub struct Wanted<'a> {
     pub source: Option<&'a str>,

@@ -2,9 +2,11 @@
 
 pub mod approvals;
 pub mod audit;
+pub mod build;
 pub mod call;
 pub mod check;
 pub mod console;
+pub mod dev;
 pub mod init;
 pub mod inspect;
 pub mod install;
@@ -14,6 +16,7 @@ pub mod mcp_config;
 pub mod new;
 pub mod policy;
 pub mod schemas;
+pub mod sdks;
 pub mod serve;
 pub mod store;
 pub mod trust;

@@ -1,77 +1,46 @@
-//! `toolwarden new NAME [--dir DIR]`: a plugin crate that builds as it is.
+//! `toolwarden new NAME [--lang rust|python|js] [--dir DIR]`: a plugin
+//! project that builds as it is, with one tool that runs with `{}`.
 //!
-//! The crate depends on the `toolwarden-plugin` SDK by path. The SDK this
-//! binary was built with travels inside it and is written out once per
-//! version under the data directory (`$XDG_DATA_HOME/toolwarden/sdk/`), so a
-//! scaffold builds wherever it is, with the checkout moved or gone, on
-//! exactly the contract this host speaks. `--sdk DIR` points at another copy
-//! (an SDK checkout being worked on). It never overwrites anything of the
-//! person's: the directory must not exist or must be empty.
+//! A Rust crate depends on the `toolwarden-plugin` SDK by path (the copy
+//! this binary carries, written under the data directory by `sdks`, or
+//! `--sdk DIR`); a Python or JavaScript project gets its SDK at
+//! `toolwarden build` time, from the same place. It never overwrites
+//! anything of the person's: the directory must not exist or must be empty.
 
+use super::sdks;
 use crate::ExitStatus;
+use crate::args::Lang;
 use crate::error::Error;
 use crate::printer::Printer;
 use crate::spec::is_valid_name;
 use std::path::{Path, PathBuf};
 
-const CARGO_TOML: &str = include_str!("../../templates/plugin/Cargo.toml");
-const LIB_RS: &str = include_str!("../../templates/plugin/lib.rs");
-const GITIGNORE: &str = include_str!("../../templates/plugin/gitignore");
+/// A project's files, as `(path in the project, template)`.
+type Template = &'static [(&'static str, &'static str)];
 
-/// The SDK crate this binary was built with, file by file.
-const EMBEDDED_SDK: &[(&str, &str)] = &[
-    (
-        "Cargo.toml",
-        include_str!("../../../../sdk/toolwarden-plugin/Cargo.toml"),
-    ),
-    (
-        "README.md",
-        include_str!("../../../../sdk/toolwarden-plugin/README.md"),
-    ),
-    (
-        "src/lib.rs",
-        include_str!("../../../../sdk/toolwarden-plugin/src/lib.rs"),
-    ),
-    (
-        "src/http.rs",
-        include_str!("../../../../sdk/toolwarden-plugin/src/http.rs"),
-    ),
-    (
-        "src/schema.rs",
-        include_str!("../../../../sdk/toolwarden-plugin/src/schema.rs"),
-    ),
-    ("wit/tool.wit", include_str!("../../../../wit/tool.wit")),
-];
+macro_rules! templates {
+    ($($file:literal => $template:literal),* $(,)?) => {
+        &[$(($file, include_str!(concat!("../../templates/", $template)))),*]
+    };
+}
 
-/// Writes the embedded SDK under `data_dir` (once per version; a copy whose
-/// files differ, say edited by hand, is written afresh) and returns where.
-fn embedded_sdk(data_dir: &Path) -> Result<PathBuf, Error> {
-    let version = EMBEDDED_SDK[0]
-        .1
-        .lines()
-        .find_map(|line| line.strip_prefix("version = \"")?.strip_suffix('"'))
-        .unwrap_or("unversioned");
-    let dir = data_dir
-        .join("sdk")
-        .join(format!("toolwarden-plugin-{version}"));
-    for (file, text) in EMBEDDED_SDK {
-        let path = dir.join(file);
-        if std::fs::read_to_string(&path).is_ok_and(|now| now == *text) {
-            continue;
-        }
-        let written = path
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| std::fs::write(&path, text));
-        written.map_err(|e| {
-            scaffold_error(
-                format!("cannot write the SDK to `{}`: {e}", path.display()),
-                "check that the data directory is writable, or pass `--sdk DIR` with a \
-                 toolwarden-plugin crate",
-            )
-        })?;
-    }
-    Ok(dir)
+const RUST: Template = templates! {
+    "Cargo.toml" => "plugin/Cargo.toml",
+    "src/lib.rs" => "plugin/lib.rs",
+    ".gitignore" => "plugin/gitignore",
+};
+
+const PYTHON: Template = templates! {
+    "app.py" => "python/app.py",
+    "test_app.py" => "python/test_app.py",
+    "pyproject.toml" => "python/pyproject.toml",
+    ".gitignore" => "python/gitignore",
+};
+
+/// `text` as it goes between the quotes of a JSON string.
+fn json_text(text: &str) -> String {
+    let quoted = serde_json::Value::String(text.to_owned()).to_string();
+    quoted[1..quoted.len() - 1].to_owned()
 }
 
 fn scaffold_error(message: impl Into<String>, hint: impl Into<String>) -> Error {
@@ -84,7 +53,7 @@ fn scaffold_error(message: impl Into<String>, hint: impl Into<String>) -> Error 
 fn sdk_dir(given: Option<&Path>, data_dir: &Path) -> Result<PathBuf, Error> {
     let dir = match given {
         Some(dir) => dir.to_owned(),
-        None => embedded_sdk(data_dir)?,
+        None => sdks::write(&sdks::RUST, data_dir)?,
     };
     let manifest = dir.join("Cargo.toml");
     let names_the_sdk = std::fs::read_to_string(&manifest)
@@ -112,7 +81,7 @@ fn empty_dir(dir: &Path) -> Result<PathBuf, Error> {
             "choose a new directory with `--dir DIR`; nothing was written",
         ));
     }
-    std::fs::create_dir_all(dir.join("src"))
+    std::fs::create_dir_all(dir)
         .and_then(|()| dir.canonicalize())
         .map_err(|e| {
             scaffold_error(
@@ -122,14 +91,55 @@ fn empty_dir(dir: &Path) -> Result<PathBuf, Error> {
         })
 }
 
+const JS: Template = templates! {
+    "app.js" => "js/app.js",
+    "app.test.js" => "js/app.test.js",
+    "package.json" => "js/package.json",
+    ".gitignore" => "js/gitignore",
+};
+
+/// What to run next, per language: set up the toolchain (once), build.
+fn next_steps(lang: Lang, dir: &Path, sdk: &Path) -> String {
+    let dir = dir.display();
+    match lang {
+        Lang::Rust => format!(
+            "  rustup target add wasm32-wasip2               # once\
+             \n  cd {dir} && toolwarden build                   # cargo test runs its tests"
+        ),
+        Lang::Python => format!(
+            "  cd {dir}\
+             \n  python3 -m venv .venv && .venv/bin/pip install componentize-py==0.25.1 pytest   # once\
+             \n  PYTHONPATH={sdk} .venv/bin/python -m pytest   # the tool's tests, in CPython\
+             \n  toolwarden build",
+            sdk = sdk.display()
+        ),
+        Lang::Js => format!(
+            "  cd {dir} && npm install                      # once: componentize-js, esbuild, the SDK             
+  npm test                                       # the tool's tests, in Node             
+  toolwarden build"
+        ),
+    }
+}
+
+pub struct New<'a> {
+    pub name: &'a str,
+    pub lang: Lang,
+    pub dir: Option<&'a Path>,
+    pub sdk: Option<&'a Path>,
+}
+
 pub fn run(
-    name: &str,
-    dir: Option<&Path>,
-    sdk: Option<&Path>,
+    new: New,
     plugins: &Path,
     data_dir: &Path,
     printer: Printer,
 ) -> Result<ExitStatus, Error> {
+    let New {
+        name,
+        lang,
+        dir,
+        sdk,
+    } = new;
     if !is_valid_name(name) {
         return Err(scaffold_error(
             format!("`{name}` is not a valid plugin name"),
@@ -137,35 +147,46 @@ pub fn run(
              characters (it is also the first tool's name, which every model API must accept)",
         ));
     }
-    let sdk = sdk_dir(sdk, data_dir)?;
+    let (template, sdk) = match lang {
+        Lang::Rust => (RUST, sdk_dir(sdk, data_dir)?),
+        Lang::Python => (PYTHON, sdks::write(&sdks::PYTHON, data_dir)?),
+        Lang::Js => (JS, sdks::write(&sdks::JS, data_dir)?),
+    };
     let dir = empty_dir(dir.unwrap_or(Path::new(name)))?;
     let fill = |template: &str| {
         template
             .replace("{{name}}", name)
             .replace("{{sdk}}", &super::toml_string(&sdk.display().to_string()))
+            .replace(
+                "{{sdk_path}}",
+                json_text(&sdk.display().to_string()).as_str(),
+            )
     };
-    for (file, text) in [
-        ("Cargo.toml", fill(CARGO_TOML)),
-        ("src/lib.rs", fill(LIB_RS)),
-        (".gitignore", GITIGNORE.to_owned()),
-    ] {
-        std::fs::write(dir.join(file), text).map_err(|e| {
+    for (file, text) in template {
+        let path = dir.join(file);
+        let written = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(&path, fill(text)));
+        written.map_err(|e| {
             scaffold_error(
-                format!("cannot write `{}`: {e}", dir.join(file).display()),
+                format!("cannot write `{}`: {e}", path.display()),
                 "check that the directory is writable and the disk has space",
             )
         })?;
     }
-    let wasm = format!("target/wasm32-wasip2/release/{name}.wasm");
     printer.out(format!(
-        "Created plugin `{name}` in {dir}, with one tool and its tests. Next:\n\
-         \n  cd {dir} && cargo build --release --target wasm32-wasip2\
-         \n  toolwarden check {wasm}\
-         \n  toolwarden install {wasm}        # into {plugins}\
+        "Created plugin `{name}` ({lang}) in {shown}, with one tool and its tests. Next:\n\
+         \n{steps}\
+         \n  toolwarden check {name}.wasm\
+         \n  toolwarden install {name}.wasm        # into {plugins}\
          \n\nThen allow the tool in your policy and call it:\
          \n  [[rule]]\n  tools = [\"{name}\"]\n  decision = \"allow\"\n  reason = \"pure word counting\"\
-         \n\n  toolwarden call {name} '{{\"text\": \"one two three\"}}'",
-        dir = dir.display(),
+         \n\n  toolwarden call {name} '{{\"text\": \"one two three\"}}'\
+         \n\n`toolwarden dev` in {shown} rebuilds it on save into a running host.",
+        lang = lang.as_str(),
+        shown = dir.display(),
+        steps = next_steps(lang, &dir, &sdk),
         plugins = plugins.display(),
     ));
     Ok(ExitStatus::Success)
