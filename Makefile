@@ -119,5 +119,7 @@ bench/clients/node_modules/.installed: bench/clients/package-lock.json
 # What governance costs against bare wasmtime, and the other figures of the
 # README's performance section; JSON goes to target/bench/.
 # Row 12 measures the shared store on the PostgreSQL the script starts.
-bench: setup build $(VENV)/.installed bench/clients/node_modules/.installed
+# Row 13 (bench/sdks.py) builds and calls a plugin in each SDK's language.
+bench: setup build $(VENV)/.installed bench/clients/node_modules/.installed tests/sdk/node_modules/.installed
 	$(VENV)/bin/python tests/mcp/postgres.py $(CARGO) run --release -p toolwarden-bench
+	$(VENV)/bin/python bench/sdks.py

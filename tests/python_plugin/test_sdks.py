@@ -262,8 +262,10 @@ def test_the_kept_0_1_0_plugin_loads_beside_an_sdk_plugin(hosts):
         (host.plugins / "contract_v0_1.wasm").unlink()
 
 
-@pytest.mark.parametrize("lang", ["python", "js"])
-def test_new_build_check_install_call(tmp_path, lang):
+def scaffolded(tmp_path: Path, lang: str) -> tuple[Path, dict]:
+    """`toolwarden new --lang LANG word_count`, its own tests run, then
+    `build` and `check`: the project and the environment of a host whose
+    workspace allows the tool."""
     env = toolchain_env(tmp_path / "home")
     created = tw(env, "new", "word_count", "--lang", lang, cwd=tmp_path)
     assert created.returncode == 0, created.stderr
@@ -290,14 +292,23 @@ def test_new_build_check_install_call(tmp_path, lang):
         '[[rule]]\ntools = ["word_count"]\ndecision = "allow"\nreason = "pure word counting"\n')
     env = {**env, "TOOLWARDEN_WORKSPACE": str(workspace), "TOOLWARDEN_TRUST_CONFIG": "1",
            "TOOLWARDEN_PLUGINS": str(tmp_path / "plugins")}
-    for args in (["check", str(wasm)], ["install", str(wasm)]):
-        done = tw(env, *args)
-        assert done.returncode == 0, done.stdout + done.stderr
-    called = tw(env, "call", "word_count", "{}", "--json")
+    checked = tw(env, "check", str(wasm))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    return project, env
+
+
+def counted(env: dict, args: str) -> dict:
+    called = tw(env, "call", "word_count", args, "--json")
     assert called.returncode == 0, called.stdout + called.stderr
-    assert json.loads(called.stdout)["value"] == {"words": 0}
-    counted = tw(env, "call", "word_count", '{"text": "one two three"}', "--json")
-    assert json.loads(counted.stdout)["value"] == {"words": 3}
+    return json.loads(called.stdout)["value"]
+
+
+def test_new_build_check_install_call_in_js(tmp_path):
+    project, env = scaffolded(tmp_path, "js")
+    installed = tw(env, "install", str(project / "word_count.wasm"))
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    assert counted(env, "{}") == {"words": 0}
+    assert counted(env, '{"text": "one two three"}') == {"words": 3}
 
 
 @pytest.mark.parametrize("lang,missing,install", [
@@ -322,36 +333,52 @@ def test_build_outside_a_project_names_the_manifests(tmp_path):
     assert "toolwarden new" in error["hint"]
 
 
-def test_dev_rebuilds_on_save_into_a_running_server(tmp_path):
-    env = toolchain_env(tmp_path / "home")
-    assert tw(env, "new", "word_count", "--lang", "python", cwd=tmp_path).returncode == 0
-    project = tmp_path / "word_count"
-    workspace, plugins = tmp_path / "ws", tmp_path / "plugins"
-    workspace.mkdir()
-    plugins.mkdir()
-    (workspace / "toolwarden.toml").write_text(
-        '[[rule]]\ntools = ["word_count"]\ndecision = "allow"\nreason = "counting"\n')
-    env = {**env, "TOOLWARDEN_WORKSPACE": str(workspace), "TOOLWARDEN_TRUST_CONFIG": "1",
-           "TOOLWARDEN_PLUGINS": str(plugins)}
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_new_build_check_then_dev_in_python_into_a_running_server(tmp_path, anyio_backend):
+    import anyio
+    from mcp import ClientSession, StdioServerParameters, types
+    from mcp.client.stdio import stdio_client
+
+    project, env = scaffolded(tmp_path, "python")
+    installed = Path(env["TOOLWARDEN_PLUGINS"]) / "word_count.wasm"
     dev = subprocess.Popen([str(BINARY), "dev"], cwd=project, env=env, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True)
+    changed = anyio.Event()
+
+    async def on_message(message):
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
     try:
-        installed = plugins / "word_count.wasm"
-        wait_for(lambda: installed.exists(), 300, dev)
+        await until(lambda: installed.exists(), 300, dev)
         first = installed.stat().st_mtime_ns
-        app = project / "app.py"
-        app.write_text(app.read_text().replace("Counts the words in a text.", "Counts words, edited."))
-        wait_for(lambda: installed.stat().st_mtime_ns != first, 300, dev)
-        wait_for(lambda: "Counts words, edited." in tw(env, "list", "--json").stdout, 60, dev)
+        assert counted(env, "{}") == {"words": 0}
+        assert counted(env, '{"text": "one two three"}') == {"words": 3}
+        server = StdioServerParameters(command=str(BINARY), args=["serve"], env=env)
+        async with stdio_client(server) as (r, w), ClientSession(r, w, message_handler=on_message) as session:
+            await session.initialize()
+            (before,) = (await session.list_tools()).tools
+            assert before.description.startswith("Counts the words in a text.")
+            app = project / "app.py"
+            app.write_text(app.read_text().replace("Counts the words in a text.", "Counts words, edited."))
+            await until(lambda: installed.stat().st_mtime_ns != first, 300, dev)
+            with anyio.fail_after(60):
+                await changed.wait()
+            (after,) = (await session.list_tools()).tools
+            assert after.description.startswith("Counts words, edited."), after.description
+            done = await session.call_tool("word_count", {"text": "a b"})
+            assert done.structured_content == {"words": 2}
     finally:
         dev.terminate()
         output = dev.communicate(timeout=10)[0]
     assert output.count("installed word_count.wasm") == 2, output
 
 
-def wait_for(condition, seconds: float, process) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert process.poll() is None, process.communicate()[0]
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.2)
+async def until(condition, seconds: float, process) -> None:
+    import anyio
+
+    with anyio.fail_after(seconds):
+        while not condition():
+            assert process.poll() is None, process.communicate()[0]
+            await anyio.sleep(0.2)

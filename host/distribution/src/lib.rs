@@ -270,6 +270,15 @@ pub fn install(config: &Config, download: Download) -> Result<Installed, Distrib
         .map_err(|e| fail(e.to_string(), "see the error"))?;
     let (plugin, tools) = Registry::load_file(&staged, &engine)
         .map_err(|e| fail(format!("`{source_text}` was not installed: {e}"), e.hint()))?;
+    // The code its calls run, compiled now and cached: installing is the
+    // moment to wait for it (a big component, one embedding Python or
+    // JavaScript, takes seconds), not the first call.
+    plugin.finish_compiling().map_err(|e| {
+        fail(
+            format!("`{source_text}` was not installed: its code cannot be compiled: {e}"),
+            "check the plugin with `toolwarden check FILE`",
+        )
+    })?;
     let target = plugins.join(&file_name);
     let target_signature = plugins.join(format!("{file_name}{SIGNATURE_SUFFIX}"));
     let mut lock = lock::read(plugins).map_err(|e| fail(e, "repair or remove the lock file"))?;

@@ -66,3 +66,13 @@ test("questions, files and presentations outside the host", async () => {
   assert.throws(() => presentation("movie", "t", "b"), /view `movie`/);
   assert.throws(() => ctx.callTool("x", {}), (e) => e.code === "HOST_ERROR");
 });
+
+test("the package packs every module it exports", async () => {
+  const { execFileSync } = await import("node:child_process");
+  const { readFileSync } = await import("node:fs");
+  const packed = JSON.parse(execFileSync("npm", ["pack", "--dry-run", "--json"], { encoding: "utf8" }));
+  const files = packed[0].files.map((f) => f.path);
+  const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url)));
+  for (const module of Object.values(manifest.exports)) assert.ok(files.includes(module.replace("./", "")), module);
+  assert.ok(!files.some((f) => f.startsWith("test/") || f.startsWith("example/")), files.join(", "));
+});

@@ -8,13 +8,17 @@ before any WebAssembly is involved.
 import dataclasses
 import enum
 import json
+import shutil
+import subprocess
 import sys
+import zipfile
 from pathlib import Path
 from typing import Annotated, Literal, Optional, TypedDict
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+SDK = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(SDK))
 
 import toolwarden_plugin as sdk  # noqa: E402
 from toolwarden_plugin import (  # noqa: E402
@@ -225,3 +229,17 @@ def test_two_tools_with_one_name_are_refused():
         @tool(name="twice")
         def other() -> str:
             """Two."""
+
+
+def test_the_package_builds_into_a_wheel_that_holds_every_module(tmp_path):
+    source = tmp_path / "source"
+    shutil.copytree(SDK, source, ignore=shutil.ignore_patterns("tests", "example", "__pycache__"))
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+         "-w", str(tmp_path / "dist"), str(source)],
+        capture_output=True, text=True)
+    assert built.returncode == 0, built.stdout + built.stderr
+    (wheel,) = (tmp_path / "dist").glob("toolwarden_plugin-0.2.0-py3-none-any.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    modules = {f"toolwarden_plugin/{p.name}" for p in (SDK / "toolwarden_plugin").glob("*.py")}
+    assert modules and modules <= names, modules - names

@@ -92,6 +92,13 @@ impl Plugin {
     pub fn is_optimized(&self) -> bool {
         self.loaded.is_optimized()
     }
+
+    /// Builds (and caches) the optimized code its calls run, which a start
+    /// otherwise builds in the background or the first call waits for.
+    /// Blocks; an error says why the code cannot be compiled.
+    pub fn finish_compiling(&self) -> Result<(), String> {
+        self.loaded.optimize().map(drop).map_err(str::to_owned)
+    }
 }
 
 /// One tool, ready to be called: its spec, compiled schemas and plugin.
@@ -307,7 +314,7 @@ impl Registry {
     /// measure the whole compile.
     pub fn finish_compiling(&self) {
         for plugin in &self.plugins {
-            let _ = plugin.loaded.optimize();
+            let _ = plugin.finish_compiling();
         }
     }
 
