@@ -1,15 +1,15 @@
 // The component's exports, bundled by `toolwarden build` beside the module
 // of tools: componentize-js looks for one export per interface the world
-// exports (`tool`, `keyed`, `present`, `show`). Only this file imports the
-// component's imports, so the tools themselves run in Node too.
+// exports (`tool`, `keyed`, `present`, `show`). Only this file (and the
+// entry `build` writes, which brings `compose` to a plugin that calls other
+// tools) imports the component's imports, so the tools run in Node too.
 
 import { log, progress, cancelled } from "toolwarden:tool/host@0.2.0";
 import { question, questions } from "toolwarden:tool/ask@0.2.0";
-import { callTool } from "toolwarden:tool/compose@0.2.0";
 import { getDirectories } from "wasi:filesystem/preopens@0.2.12";
 import { attachHost, Context, ToolError, tools } from "./index.js";
 
-attachHost({ log, progress, cancelled, question, questions, callTool, getDirectories });
+attachHost({ log, progress, cancelled, question, questions, getDirectories });
 
 const FLAGS = {
   "read-only": "readOnly",

@@ -99,9 +99,10 @@ export function presentation(view, title, body, path) {
 /** The host's services as the component binds them; none in Node. */
 let host = null;
 
-/** Called by `component.js` with the component's imports. */
+/** Called by the component's glue with its imports (more than once: the
+ * `compose` import comes only in a plugin that calls other tools). */
 export function attachHost(imports) {
-  host = imports;
+  host = { ...host, ...imports };
 }
 
 /** Facts about the current call and the host's services. Outside the host
@@ -160,9 +161,13 @@ export class Context {
     return host.questions(queries).map(answerOf);
   }
 
-  /** Calls another tool through the host, governed as a call of its own. */
+  /** Calls another tool through the host, governed as a call of its own.
+   * The tool must declare `callsTools: true`. */
   callTool(name, args) {
     if (!this.attached) throw new ChildError("", "HOST_ERROR", "no host to call tools through: this context is for tests");
+    if (!host.callTool) {
+      throw new ChildError("", "HOST_ERROR", "this plugin was built without calling other tools: declare `callsTools: true` on the tool, then build again");
+    }
     let out;
     try {
       out = host.callTool(name, JSON.stringify(args));
@@ -262,7 +267,10 @@ function oneOf(value, allowed, what, name) {
 }
 
 /** Defines a tool. Claims left out are the conservative defaults: no
- * effects, `normal` risk, no filesystem, no network. */
+ * effects, `normal` risk, no filesystem, no network. `callsTools: true`
+ * lets it call other tools (`ctx.callTool`), which builds the plugin with
+ * the `compose` import: the host then cannot rehearse the writes of any of
+ * its tools for an approval. */
 export function defineTool(spec) {
   const { name, description, run } = spec;
   if (!/^[a-z][a-z0-9_]{0,63}$/.test(name ?? "")) {
@@ -289,6 +297,7 @@ export function defineTool(spec) {
     origins,
     credentials,
     keyed: Boolean(spec.keyed),
+    callsTools: Boolean(spec.callsTools),
     run,
     preview: spec.preview ?? null,
     show: spec.show ?? null,
@@ -305,6 +314,7 @@ export function defineTool(spec) {
         effects: tool.effects, risk: tool.risk, filesystem: tool.filesystem,
         timeout_ms: tool.timeoutMs,
         network: origins.length ? { origins, credentials } : null, keyed: tool.keyed,
+        calls_tools: tool.callsTools,
       };
     },
   };

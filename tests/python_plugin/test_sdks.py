@@ -87,7 +87,7 @@ class Host:
         (self.workspace / "notes.txt").write_text("first line\nsecond line\n")
         self.env = {**env, "TOOLWARDEN_PLUGINS": str(self.plugins),
                     "TOOLWARDEN_WORKSPACE": str(self.workspace), "TOOLWARDEN_STATE": str(self.state),
-                    "TOOLWARDEN_TRUST_CONFIG": "1"}
+                    "TOOLWARDEN_TRUST_CONFIG": "1", "TOOLWARDEN_SANDBOX": "workspace-write"}
 
     def cli(self, *args: str):
         return tw(self.env, *args)
@@ -152,7 +152,9 @@ def differences(ours, theirs, at="") -> list[str]:
 
 def test_the_three_sdks_publish_the_same_tools(hosts):
     tools = {lang: published(host) for lang, host in hosts.items()}
-    assert sorted(tools["rust"]) == ["ask_greeting", "fetch_text", "greet", "read_text"]
+    assert sorted(tools["rust"]) == ["ask_greeting", "fetch_text", "greet", "greet_twice", "read_text",
+                                     "save_note"]
+    assert tools["rust"]["save_note"]["keyed"] is True
     assert tools["rust"]["read_text"]["mcp"]["inputSchema"]["properties"]["max_bytes"] == {
         "type": "integer", "minimum": 1, "maximum": 1048576, "default": 65536,
         "description": "Most bytes to return; `truncated` says when there was more."}
@@ -204,6 +206,8 @@ def test_the_same_calls_give_the_same_results(hosts):
             ("greet", {"name": 5}),
             ("fetch_text", {"url": f"{base}/ping"}),
             ("ask_greeting", {"name": "Ada"}),
+            ("save_note", {"path": "saved.txt", "text": "h\u00e9llo"}),
+            ("greet_twice", {"name": "Ada"}),
         ]
         results = {lang: host.turn(calls) for lang, host in hosts.items()}
     rust = results["rust"]
@@ -215,6 +219,8 @@ def test_the_same_calls_give_the_same_results(hosts):
     assert rust[6]["error"]["code"] == "INVALID_ARGS"
     assert rust[7]["value"] == {"status": 200, "content_type": "text/plain", "text": "pong from /ping"}
     assert rust[8]["error"]["code"] == "INPUT_REQUIRED"
+    assert rust[9]["value"] == {"path": "saved.txt", "bytes": 6}
+    assert rust[10]["value"] == {"greetings": ["Hello, Ada.", "Hello, Ada!"]}
     for lang in ("python", "js"):
         for (tool, args), ours, theirs in zip(calls, results[lang], rust):
             if "value" in theirs:
@@ -222,6 +228,14 @@ def test_the_same_calls_give_the_same_results(hosts):
                 assert ours.get("content") == theirs["content"], f"{lang} {tool} {args}"
             else:
                 assert ours.get("error", {}).get("code") == theirs["error"]["code"], f"{lang} {tool} {args}: {ours}"
+    for lang, host in hosts.items():
+        assert (host.workspace / "saved.txt").read_text() == "h\u00e9llo", lang
+        # The result view the plugin gives of the call it ran (`show`).
+        shown = host.cli("audit", "show", results[lang][9]["call_id"], "--json")
+        assert shown.returncode == 0, shown.stderr
+        view = json.loads(shown.stdout)["result"]
+        assert (view["state"], view["title"], view["text"]) == ("shown", "saved saved.txt", "6 bytes"), (
+            lang, view)
     missing = {lang: r[4]["error"]["message"] for lang, r in results.items()}
     assert all("missing.txt" in m and "No such file or directory" in m for m in missing.values()), missing
     # The host added the credential the tools declared; none of them held it.
@@ -247,9 +261,48 @@ async def test_over_mcp_each_sdk_asks_and_answers_alike(hosts, anyio_backend):
             assert greeted.is_error is False, (lang, greeted.content)
             plain = await client.call_tool("greet", {"name": "Bo"})
             answers[lang] = (greeted.structured_content, plain.structured_content, len(asked))
+            # A keyed tool's repeat in the session is answered from the record.
+            note = {"path": "keyed.txt", "text": lang}
+            first = await client.call_tool("save_note", note)
+            again = await client.call_tool("save_note", note)
+            assert first.is_error is False and again.is_error is False, (lang, first.content)
+            replayed = (again.meta or {}).get("toolwarden", {}).get("replayed_from")
+            assert replayed and replayed == (first.meta or {}).get("toolwarden", {}).get("call_id"), (
+                lang, again.meta, first.meta)
         assert asked and asked[0].endswith("How should I greet Ada?"), (lang, asked)
     assert answers["rust"] == ({"greeting": "Good day, Ada.", "style": "formal"}, {"greeting": "Hello, Bo."}, 1)
     assert answers["python"] == answers["rust"] and answers["js"] == answers["rust"]
+
+
+ASK_POLICY = """
+[[rule]]
+tools = ["save_note"]
+decision = "ask"
+reason = "writes need a person"
+"""
+
+
+def test_the_approval_shows_each_plugins_preview_alike(hosts, tmp_path):
+    previews = {}
+    for lang, host in hosts.items():
+        # Another project on the same host: its state (and compiled code) shared.
+        workspace = tmp_path / lang
+        workspace.mkdir()
+        (workspace / "toolwarden.toml").write_text(ASK_POLICY)
+        env = {**host.env, "TOOLWARDEN_WORKSPACE": str(workspace)}
+        asked = tw(env, "call", "save_note", json.dumps({"path": "a.txt", "text": "hi"}), "--json")
+        pending = json.loads(asked.stdout)
+        assert pending["status"] == "pending_approval", (lang, pending)
+        shown = tw(env, "approvals", "show", pending["approval_id"], "--json")
+        preview = json.loads(shown.stdout)["preview"]
+        previews[lang] = (preview["view"], preview["title"], preview["text"])
+        assert not (workspace / "a.txt").exists(), lang
+    # Each plugin calls other tools (`greet_twice`), so the host cannot
+    # rehearse its writes and shows the plugin's own preview, saying so.
+    view, title, text = previews["rust"]
+    assert view == "diff" and title.endswith("the plugin's own account: write a.txt"), title
+    assert "+hi" in text
+    assert previews["python"] == previews["rust"] and previews["js"] == previews["rust"], previews
 
 
 def test_the_kept_0_1_0_plugin_loads_beside_an_sdk_plugin(hosts):
@@ -294,6 +347,11 @@ def scaffolded(tmp_path: Path, lang: str) -> tuple[Path, dict]:
            "TOOLWARDEN_PLUGINS": str(tmp_path / "plugins")}
     checked = tw(env, "check", str(wasm))
     assert checked.returncode == 0, checked.stdout + checked.stderr
+    # Built against the world its tools need: no network, no child calls
+    # (a plugin importing `compose` could not have its writes rehearsed).
+    inspected = tw(env, "inspect", str(wasm), "--json")
+    imports = json.loads(inspected.stdout)["imports"]
+    assert not [i for i in imports if "compose" in i or i.startswith("wasi:http")], imports
     return project, env
 
 

@@ -1,9 +1,9 @@
-// The SDK examples in JavaScript: the same four tools as the Rust
+// The SDK examples in JavaScript: the same tools as the Rust
 // (tests/fixtures/sdk_examples) and Python (sdk/python/example) ones.
 //
 //   toolwarden build            # in this folder: example.wasm
 
-import { Context, defineTool, NotFound, readText, reply } from "toolwarden-plugin";
+import { Context, defineTool, Failed, NotFound, presentation, readText, reply, writeText } from "toolwarden-plugin";
 
 export const greet = defineTool({
   name: "greet",
@@ -131,5 +131,68 @@ export const ask_greeting = defineTool({
     }
     const style = answer.content.style;
     return { greeting: style === "formal" ? `Good day, ${name}.` : `Hi ${name}!`, style };
+  },
+});
+
+export const save_note = defineTool({
+  name: "save_note",
+  description: "Writes a text file in the workspace, replacing it. Repeating a call changes nothing more.",
+  input: {
+    type: "object",
+    properties: {
+      path: { type: "string", format: "path", minLength: 1, maxLength: 4096,
+              description: "The file to write, relative to the workspace root." },
+      text: { type: "string", description: "What the file will hold." },
+    },
+    required: ["path", "text"],
+    additionalProperties: false,
+  },
+  output: {
+    type: "object",
+    properties: { path: { type: "string" }, bytes: { type: "integer", minimum: 0, maximum: 4294967295 } },
+    required: ["path", "bytes"],
+    additionalProperties: false,
+  },
+  effects: ["mutates-workspace", "idempotent"],
+  filesystem: "workspace-write",
+  keyed: true,
+  timeoutMs: 2000,
+  run({ path, text }, ctx) {
+    writeText(ctx, path, text);
+    return { path, bytes: new TextEncoder().encode(text).length };
+  },
+  preview: ({ path, text }) => presentation("diff", `write ${path}`, text, path),
+  show: (args, saved) => presentation("generic", `saved ${saved.path}`, `${saved.bytes} bytes`),
+});
+
+export const greet_twice = defineTool({
+  name: "greet_twice",
+  description: "Greets someone twice, calmly then excitedly, by calling `greet`.",
+  input: {
+    type: "object",
+    properties: { name: { type: "string", description: "Who to greet.", default: "world" } },
+    additionalProperties: false,
+  },
+  output: {
+    type: "object",
+    properties: { greetings: { type: "array", items: { type: "string" } } },
+    required: ["greetings"],
+    additionalProperties: false,
+  },
+  effects: ["read-only"],
+  risk: "safe",
+  timeoutMs: 5000,
+  callsTools: true,
+  run({ name = "world" }, ctx) {
+    const greetings = [false, true].map((excited, done) => {
+      ctx.progress(done, 2, "greeting");
+      try {
+        return ctx.callTool("greet", { name, excited }).value.greeting;
+      } catch (e) {
+        throw new Failed(e.message);
+      }
+    });
+    ctx.log("info", "greeted twice");
+    return { greetings };
   },
 });

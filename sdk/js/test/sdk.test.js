@@ -17,7 +17,7 @@ test("a definition keeps its claims and the conservative defaults", () => {
     name: "plain", title: "plain", description: "Plain.",
     input_schema: { type: "object", properties: {}, additionalProperties: false },
     output_schema: null, effects: [], risk: "normal", filesystem: "none", timeout_ms: null,
-    network: null, keyed: false,
+    network: null, keyed: false, calls_tools: false,
   });
   assert.ok(tools().includes(t));
 });

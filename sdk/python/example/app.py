@@ -1,4 +1,4 @@
-"""The SDK examples in Python: the same four tools as the Rust
+"""The SDK examples in Python: the same tools as the Rust
 (tests/fixtures/sdk_examples) and JavaScript (sdk/js/example) ones.
 
     toolwarden build            # in this folder: example.wasm
@@ -6,7 +6,9 @@
 
 from typing import Annotated, Literal, Optional, TypedDict
 
-from toolwarden_plugin import Context, Field, NotFound, Reply, WebUrl, WorkspacePath, tool
+from toolwarden_plugin import (
+    Context, Failed, Field, NotFound, Presentation, Reply, WebUrl, WorkspacePath, tool,
+)
 from toolwarden_plugin.http import HttpError, fetch
 
 
@@ -100,6 +102,59 @@ def ask_greeting(name: str = "world", ctx: Context = None) -> Styled:
     style = answer.content["style"]
     greeting = f"Good day, {name}." if style == "formal" else f"Hi {name}!"
     return {"greeting": greeting, "style": style}
+
+
+class Saved(TypedDict):
+    path: str
+    bytes: Annotated[int, Field(minimum=0, maximum=4294967295)]
+
+
+@tool(effects=["mutates-workspace", "idempotent"], filesystem="workspace-write", keyed=True,
+      timeout_ms=2000)
+def save_note(path: WorkspacePath, text: str, ctx: Context) -> Saved:
+    """Writes a text file in the workspace, replacing it. Repeating a call changes nothing more.
+
+    Args:
+        path: The file to write, relative to the workspace root.
+        text: What the file will hold.
+    """
+    data = text.encode()
+    with open(ctx.path(path), "wb") as f:
+        f.write(data)
+    return {"path": str(path), "bytes": len(data)}
+
+
+@save_note.preview
+def _(path, text):
+    return Presentation("diff", f"write {path}", text, path=str(path))
+
+
+@save_note.show
+def _(args, saved):
+    return Presentation("generic", f"saved {saved['path']}", f"{saved['bytes']} bytes")
+
+
+class Greetings(TypedDict):
+    greetings: list[str]
+
+
+@tool(effects=["read-only"], risk="safe", timeout_ms=5000, calls_tools=True)
+def greet_twice(name: str = "world", ctx: Context = None) -> Greetings:
+    """Greets someone twice, calmly then excitedly, by calling `greet`.
+
+    Args:
+        name: Who to greet.
+    """
+    greetings = []
+    for done, excited in enumerate((False, True)):
+        ctx.progress(done, 2, "greeting")
+        try:
+            child = ctx.call_tool("greet", {"name": name, "excited": excited})
+        except Exception as e:
+            raise Failed(str(e)) from None
+        greetings.append(child.value["greeting"])
+    ctx.log("info", "greeted twice")
+    return {"greetings": greetings}
 
 
 from toolwarden_plugin.component import Keyed, Present, Show, Tool  # noqa: E402,F401

@@ -39,10 +39,14 @@ from .schema import Field, SchemaError, WebUrl, WorkspacePath
 try:
     from componentize_py_types import Err as _Err
     from wit_world.imports import ask as _ask
-    from wit_world.imports import compose as _compose
     from wit_world.imports import host as _host
 except ImportError:
-    _Err = _ask = _compose = _host = None
+    _Err = _ask = _host = None
+# Only in a plugin one of whose tools declares `calls_tools=True`.
+try:
+    from wit_world.imports import compose as _compose
+except ImportError:
+    _compose = None
 
 __all__ = [
     "Answer", "ChildError", "ChildOutput", "Content", "Context", "Definition", "Failed",
@@ -262,10 +266,14 @@ class Context:
     def call_tool(self, name: str, args: dict) -> ChildOutput:
         """Calls another tool through the host, governed as a call of its
         own (policy, approval, its own sandbox, audit). Raises
-        :class:`ChildError` when it does not succeed."""
+        :class:`ChildError` when it does not succeed. The tool must declare
+        ``calls_tools=True``."""
         if not self._attached:
             raise ChildError("", "HOST_ERROR", "no host to call tools through: this context "
                              "is for tests")
+        if _compose is None:
+            raise ChildError("", "HOST_ERROR", "this plugin was built without calling other "
+                             "tools: declare `calls_tools=True` on the tool, then build again")
         try:
             out = _compose.call_tool(name, json.dumps(args))
         except _Err as e:
@@ -295,7 +303,7 @@ class Definition:
     def __init__(self, fn: Callable, *, name: str | None, title: str | None,
                  description: str | None, effects: Iterable[str], risk: str,
                  filesystem: str, timeout_ms: int | None, origins: Iterable[str],
-                 credentials: Iterable[str], keyed: bool) -> None:
+                 credentials: Iterable[str], keyed: bool, calls_tools: bool) -> None:
         self.fn = fn
         self.name = name or fn.__name__
         where = f"tool `{self.name}`"
@@ -314,6 +322,7 @@ class Definition:
         if self.credentials and not self.origins:
             raise ValueError(f"{where}: credentials are sent to origins; declare `origins=`")
         self.keyed = keyed
+        self.calls_tools = calls_tools
         signature = inspect.signature(fn)
         hints = _schema._hints(fn)
         self._context_param = next(
@@ -405,6 +414,7 @@ class Definition:
             "timeout_ms": self.timeout_ms,
             "network": network,
             "keyed": self.keyed,
+            "calls_tools": self.calls_tools,
         }
 
 
@@ -420,7 +430,7 @@ def tool(fn: Callable | None = None, *, name: str | None = None, title: str | No
          description: str | None = None, effects: Iterable[str] = (), risk: str = "normal",
          filesystem: str = "none", timeout_ms: int | None = None,
          origins: Iterable[str] = (), credentials: Iterable[str] = (),
-         keyed: bool = False) -> Any:
+         keyed: bool = False, calls_tools: bool = False) -> Any:
     """Makes a typed function a tool.
 
     ``name`` defaults to the function's, ``description`` to its docstring
@@ -431,7 +441,10 @@ def tool(fn: Callable | None = None, *, name: str | None = None, title: str | No
     ``filesystem`` is ``none``, ``read-only`` or ``workspace-write``;
     ``origins`` the ``scheme://host[:port]`` it sends requests to and
     ``credentials`` the operator-held secrets those requests need;
-    ``keyed`` makes a repeated call take effect once. Leaving a claim out
+    ``keyed`` makes a repeated call take effect once; ``calls_tools`` lets
+    it call other tools (``ctx.call_tool``), which builds the plugin with
+    the ``compose`` import: the host then cannot rehearse the writes of any
+    of its tools for an approval. Leaving a claim out
     is the conservative default: no effects, ``normal`` risk, no
     filesystem, no network.
     """
@@ -440,7 +453,8 @@ def tool(fn: Callable | None = None, *, name: str | None = None, title: str | No
         definition = Definition(fn, name=name, title=title, description=description,
                                 effects=effects, risk=risk, filesystem=filesystem,
                                 timeout_ms=timeout_ms, origins=origins,
-                                credentials=credentials, keyed=keyed)
+                                credentials=credentials, keyed=keyed,
+                                calls_tools=calls_tools)
         if definition.name in _DEFINITIONS:
             raise ValueError(f"two tools are named `{definition.name}`: names must be unique")
         _DEFINITIONS[definition.name] = definition

@@ -149,6 +149,18 @@ enum Said {
     InTheError,
 }
 
+/// Whether a tool, as an SDK describes it, declares network.
+fn declares_network(tools: &[serde_json::Value]) -> bool {
+    tools.iter().any(|t| !t["network"].is_null())
+}
+
+/// Whether a tool, as an SDK describes it, calls other tools: only then is
+/// the plugin built with the `compose` import, which keeps the host from
+/// rehearsing the writes of every tool of the plugin.
+fn calls_tools(tools: &[serde_json::Value]) -> bool {
+    tools.iter().any(|t| t["calls_tools"] == true)
+}
+
 /// Runs `command` and returns its stdout, or an error when it fails.
 fn run(mut command: Command, what: &str, hint: &str, said: Said) -> Result<Vec<u8>, Error> {
     let stderr = match said {
@@ -294,10 +306,11 @@ fn python(dir: &Path, module: &str, out: &Path, data_dir: &Path) -> Result<(), E
             "decorate a function with `@tool` (from toolwarden_plugin)",
         ));
     }
-    let world = if tools.iter().any(|t| !t["network"].is_null()) {
-        "http-plugin"
-    } else {
-        "full-plugin"
+    let world = match (declares_network(&tools), calls_tools(&tools)) {
+        (false, false) => "sdk-plugin",
+        (false, true) => "sdk-composite",
+        (true, false) => "sdk-http-plugin",
+        (true, true) => "sdk-http-composite",
     };
     let mut componentize_py = Command::new(&componentize);
     componentize_py
@@ -413,10 +426,18 @@ fn js(dir: &Path, main: &str, out: &Path, data_dir: &Path) -> Result<(), Error> 
             "define one with `defineTool({...})` (from toolwarden-plugin)",
         ));
     }
+    let compose = if calls_tools(&tools) {
+        "import { callTool } from \"toolwarden:tool/compose@0.2.0\";\n\
+         import { attachHost } from \"toolwarden-plugin\";\n\
+         attachHost({ callTool });\n"
+    } else {
+        ""
+    };
     write_file(
         &dir.join(".toolwarden/entry.js"),
         &format!(
-            "import \"../{main}\";\nexport {{ tool, keyed, present, show }} from \"toolwarden-plugin/component\";\n"
+            "import \"../{main}\";\n{compose}\
+             export {{ tool, keyed, present, show }} from \"toolwarden-plugin/component\";\n"
         ),
     )?;
     bundle(
@@ -435,15 +456,20 @@ fn js(dir: &Path, main: &str, out: &Path, data_dir: &Path) -> Result<(), Error> 
     // The engine's `fetch` imports `wasi:http`, which the host refuses in a
     // plugin none of whose tools declares network.
     let mut disabled = vec!["fetch-event"];
-    if tools.iter().all(|t| t["network"].is_null()) {
+    if !declares_network(&tools) {
         disabled.push("http");
     }
+    let world = if calls_tools(&tools) {
+        "js-composite"
+    } else {
+        "js-plugin"
+    };
     let mut componentize_js = Command::new(componentize);
     componentize_js
         .current_dir(dir)
         .arg("--wit")
         .arg(&wit)
-        .args(["-n", "js-plugin", "--disable"])
+        .args(["-n", world, "--disable"])
         .args(&disabled)
         .arg("-o")
         .arg(out)
