@@ -220,6 +220,18 @@ def test_network_claims_and_urls():
             split(bad)
 
 
+def test_a_mistake_inside_the_tool_is_not_blamed_on_the_arguments():
+    @tool
+    def buggy(n: int = 1) -> int:
+        """Buggy."""
+        return len(n)
+
+    with pytest.raises(TypeError, match="len"):
+        buggy.call("{}")
+    with pytest.raises(InvalidArgs, match="unexpected keyword"):
+        buggy.call('{"m": 2}')
+
+
 def test_two_tools_with_one_name_are_refused():
     @tool
     def twice() -> str:

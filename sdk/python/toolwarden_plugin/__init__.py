@@ -324,6 +324,7 @@ class Definition:
         self.keyed = keyed
         self.calls_tools = calls_tools
         signature = inspect.signature(fn)
+        self._signature = signature
         hints = _schema._hints(fn)
         self._context_param = next(
             (n for n in signature.parameters if hints.get(n) in (Context, Optional[Context])),
@@ -374,9 +375,11 @@ class Definition:
         against the input schema, as the host guarantees)."""
         ctx = ctx or Context.for_test()
         try:
-            result = self.fn(**self._arguments(args_json, ctx))
+            bound = self._signature.bind(**self._arguments(args_json, ctx))
         except TypeError as e:
             raise InvalidArgs(f"invalid arguments for `{self.name}`: {e}") from None
+        # A TypeError from inside the function is its defect, not the caller's.
+        result = self.fn(*bound.args, **bound.kwargs)
         reply = result if isinstance(result, Reply) else Reply(result)
         # Compact, as serde_json and JSON.stringify write it: the host shows
         # this text to a model when the tool gives no sentence of its own.

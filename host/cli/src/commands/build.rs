@@ -21,7 +21,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 /// The componentize-py the Python SDK is tested with.
-pub const COMPONENTIZE_PY: &str = "componentize-py==0.25.1";
+pub(super) const COMPONENTIZE_PY: &str = "componentize-py==0.25.1";
 
 fn build_error(message: impl Into<String>, hint: impl Into<String>) -> Error {
     Error::Build {
@@ -353,8 +353,9 @@ fn js_tools(
         .ok_or_else(|| build_error("node is not installed", "install Node.js 20 or newer"))?;
     let work = dir.join(".toolwarden");
     let script = format!(
-        "import \"../{main}\";\nimport {{ tools }} from \"toolwarden-plugin\";\n\
-         console.log(JSON.stringify(tools().map((t) => t.describe())));\n"
+        "import {};\nimport {{ tools }} from \"toolwarden-plugin\";\n\
+         console.log(JSON.stringify(tools().map((t) => t.describe())));\n",
+        module_specifier(main)
     );
     write_file(&work.join("describe.js"), &script)?;
     bundle(
@@ -378,6 +379,12 @@ fn js_tools(
             "report this with the module",
         )
     })
+}
+
+/// The project's module as `.toolwarden/*.js` imports it: a quoted JS
+/// string, whatever the manifest's `main` holds.
+fn module_specifier(main: &str) -> String {
+    serde_json::Value::String(format!("../{main}")).to_string()
 }
 
 /// Bundles `.toolwarden/{entry}.js` with the SDK this binary carries (the
@@ -436,8 +443,9 @@ fn js(dir: &Path, main: &str, out: &Path, data_dir: &Path) -> Result<(), Error> 
     write_file(
         &dir.join(".toolwarden/entry.js"),
         &format!(
-            "import \"../{main}\";\n{compose}\
-             export {{ tool, keyed, present, show }} from \"toolwarden-plugin/component\";\n"
+            "import {};\n{compose}\
+             export {{ tool, keyed, present, show }} from \"toolwarden-plugin/component\";\n",
+            module_specifier(main)
         ),
     )?;
     bundle(

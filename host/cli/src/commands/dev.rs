@@ -20,8 +20,17 @@ use std::time::{Duration, SystemTime};
 /// How often the project's files are looked at.
 const POLL: Duration = Duration::from_millis(300);
 
-/// Folders that hold what builds make or tools install, not sources.
-const SKIPPED: &[&str] = &["target", "node_modules", "__pycache__", ".venv", ".git"];
+/// Folders that hold what builds make or tools install, not sources
+/// (`.toolwarden` is where `build` bundles a JavaScript plugin: watching it
+/// would rebuild after every build).
+const SKIPPED: &[&str] = &[
+    "target",
+    "node_modules",
+    "__pycache__",
+    ".venv",
+    ".git",
+    ".toolwarden",
+];
 
 type Snapshot = Vec<(std::path::PathBuf, u64, Option<SystemTime>)>;
 
@@ -83,5 +92,30 @@ pub fn run(
             seen = now;
             build_and_install(dir, data_dir, config, printer);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sources;
+
+    #[test]
+    fn what_builds_write_is_not_a_change_and_a_source_is() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path();
+        std::fs::write(root.join("app.js"), "one").unwrap();
+        for made in [".toolwarden", "node_modules", "__pycache__", "target"] {
+            std::fs::create_dir(root.join(made)).unwrap();
+            std::fs::write(root.join(made).join("out.js"), "built").unwrap();
+        }
+        let before = sources(root);
+        assert_eq!(before.len(), 1, "{before:?}");
+        for made in [".toolwarden", "node_modules", "__pycache__", "target"] {
+            std::fs::write(root.join(made).join("out.js"), "built again").unwrap();
+        }
+        std::fs::write(root.join("word_count.wasm"), "a build").unwrap();
+        assert_eq!(sources(root), before);
+        std::fs::write(root.join("app.js"), "two, longer").unwrap();
+        assert_ne!(sources(root), before);
     }
 }

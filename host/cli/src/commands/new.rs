@@ -108,10 +108,11 @@ fn next_steps(lang: Lang, dir: &Path, sdk: &Path) -> String {
         ),
         Lang::Python => format!(
             "  cd {dir}\
-             \n  python3 -m venv .venv && .venv/bin/pip install componentize-py==0.25.1 pytest   # once\
+             \n  python3 -m venv .venv && .venv/bin/pip install {componentize} pytest   # once\
              \n  PYTHONPATH={sdk} .venv/bin/python -m pytest   # the tool's tests, in CPython\
              \n  toolwarden build",
-            sdk = sdk.display()
+            sdk = sdk.display(),
+            componentize = super::build::COMPONENTIZE_PY,
         ),
         Lang::Js => format!(
             "  cd {dir} && npm install                      # once: componentize-js, esbuild, the SDK             

@@ -8,6 +8,7 @@
 //! that names it exactly, never by a glob alone. It never runs a tool and
 //! never asks a person (that is the approval step's job).
 
+mod index;
 mod rule;
 mod section;
 
@@ -32,6 +33,8 @@ use std::sync::Arc;
 #[derive(Debug, Default)]
 pub struct Policy {
     rules: Vec<Rule>,
+    /// Which rules can match a tool name (`index.rs`).
+    index: index::ToolIndex,
     allowance: Allowance,
 }
 
@@ -71,6 +74,9 @@ enum Seen {
     Missed(Miss),
     NeedsArgs,
 }
+
+/// What `explain` hears of each rule as a call is decided.
+type EachRule<'a> = dyn FnMut(&Rule, Seen, &Network) + 'a;
 
 /// One rule's view of a call, for `policy explain`.
 #[derive(Clone, Debug, Serialize)]
@@ -126,7 +132,12 @@ impl Policy {
                 }
             }
         }
-        Ok(Policy { rules, allowance })
+        let index = index::ToolIndex::new(&rules);
+        Ok(Policy {
+            rules,
+            index,
+            allowance,
+        })
     }
 
     /// What a call of `spec` from the plugin file `plugin` may reach: what
@@ -184,32 +195,26 @@ impl Policy {
         caller: Caller<'_>,
     ) -> Explanation {
         let mut reports = Vec::with_capacity(self.rules.len());
-        let (decision, _) = self.decide(
-            spec,
-            plugin,
-            args,
-            written,
-            caller,
-            |rule, seen, network| {
-                let note = match seen {
-                    Seen::Matched => None,
-                    Seen::SetAside => Some(format!(
-                        "set aside: `{}` is dangerous and this rule does not name it exactly",
-                        spec.name
-                    )),
-                    Seen::Missed(miss) => Some(rule.miss_note(miss, spec, plugin, args, network)),
-                    Seen::NeedsArgs => Some("depends on argument values (`when`)".to_owned()),
-                };
-                reports.push(RuleReport {
-                    rule: rule.index() + 1,
-                    line: rule.line(),
-                    verdict: rule.verdict(),
-                    matched: seen == Seen::Matched,
-                    needs_args: seen == Seen::NeedsArgs,
-                    note,
-                });
-            },
-        );
+        let mut report = |rule: &Rule, seen: Seen, network: &Network| {
+            let note = match seen {
+                Seen::Matched => None,
+                Seen::SetAside => Some(format!(
+                    "set aside: `{}` is dangerous and this rule does not name it exactly",
+                    spec.name
+                )),
+                Seen::Missed(miss) => Some(rule.miss_note(miss, spec, plugin, args, network)),
+                Seen::NeedsArgs => Some("depends on argument values (`when`)".to_owned()),
+            };
+            reports.push(RuleReport {
+                rule: rule.index() + 1,
+                line: rule.line(),
+                verdict: rule.verdict(),
+                matched: seen == Seen::Matched,
+                needs_args: seen == Seen::NeedsArgs,
+                note,
+            });
+        };
+        let (decision, _) = self.decide(spec, plugin, args, written, caller, Some(&mut report));
         Explanation {
             rules: reports,
             decision,
@@ -219,13 +224,13 @@ impl Policy {
 
     /// What the rules decide for a call an agent makes.
     pub fn evaluate(&self, spec: &ToolSpec, plugin: &str, args: Option<&Value>) -> Decision {
-        self.decide(spec, plugin, args, None, Caller::Agent, |_, _, _| {})
-            .0
+        self.decide(spec, plugin, args, None, Caller::Agent, None).0
     }
 
-    /// Decides a call, showing `each` what every rule made of it (with
-    /// what the call may reach). Shared by the pipeline (which needs only
-    /// the decision and the network grant) and `explain`.
+    /// Decides a call, showing `each` (if any) what every rule made of it
+    /// (with what the call may reach). Shared by the pipeline (which needs
+    /// only the decision and the network grant, so only the rules that may
+    /// match its tool are checked) and `explain`.
     fn decide(
         &self,
         spec: &ToolSpec,
@@ -233,14 +238,19 @@ impl Policy {
         args: Option<&Value>,
         written: Option<&Value>,
         caller: Caller<'_>,
-        mut each: impl FnMut(&Rule, Seen, &Network),
+        mut each: Option<&mut EachRule<'_>>,
     ) -> (Decision, Network) {
         let network = self.network(spec, plugin);
         let dangerous = spec.risk == Risk::Dangerous;
         let mut deciding: Option<&Rule> = None;
         let mut matched = RuleNumbers::new();
         let mut depends_on_args = false;
-        for rule in &self.rules {
+        let checked: Vec<usize> = if each.is_some() {
+            (0..self.rules.len()).collect()
+        } else {
+            self.index.candidates(&spec.name)
+        };
+        for rule in checked.iter().filter_map(|&at| self.rules.get(at)) {
             let seen = match rule.check(spec, plugin, args, written, &network, caller) {
                 RuleMatch::Matched
                     if dangerous && rule.verdict() != Verdict::Deny && !rule.names(&spec.name) =>
@@ -260,7 +270,9 @@ impl Policy {
                     deciding = Some(rule);
                 }
             }
-            each(rule, seen, &network);
+            if let Some(each) = each.as_mut() {
+                each(rule, seen, &network);
+            }
         }
         let decision = match deciding {
             Some(rule) => Decision {
@@ -313,7 +325,7 @@ impl Policy {
             Some(resolved.args().value()),
             call.written(),
             caller,
-            |_, _, _| {},
+            None,
         );
         match decision.verdict {
             Verdict::Deny => Err(Denied { decision }),
@@ -361,8 +373,10 @@ impl Policy {
         approved: bool,
     ) -> UrlRules {
         let mut bound = Vec::new();
-        for rule in &self.rules {
-            rule.bind_urls(call, args, written, approved, &mut bound);
+        for at in self.index.candidates(&call.0.name) {
+            if let Some(rule) = self.rules.get(at) {
+                rule.bind_urls(call, args, written, approved, &mut bound);
+            }
         }
         UrlRules(bound.into())
     }

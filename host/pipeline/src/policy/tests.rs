@@ -601,3 +601,71 @@ fn a_suggested_rule_is_toml_that_parses_when_pasted() {
         assert!(text.lines().count() == 4, "one key per line: {text}");
     }
 }
+
+#[test]
+fn a_decision_checks_only_the_rules_that_may_match_its_tool_and_decides_the_same() {
+    // A thousand rules for other tools, some with `when`, a few that match
+    // every tool, and rules whose globs overlap.
+    let mut rules: Vec<RuleDef> = (0..1000)
+        .map(|i| {
+            let name = format!("other_{i}");
+            if i % 2 == 0 {
+                with_when(&[&name], Verdict::Deny, &[("/path", glob("secret/**"))])
+            } else {
+                rule(&[&name], Verdict::Allow)
+            }
+        })
+        .collect();
+    rules.push(rule(&["read_*"], Verdict::Allow));
+    rules.push(rule(&["read_fil?", "write_*"], Verdict::Ask));
+    rules.push(with_when(
+        &["*"],
+        Verdict::Deny,
+        &[("/path", glob("**/.env"))],
+    ));
+    rules.push(RuleDef {
+        risk: Some(vec![Risk::Dangerous]),
+        ..rule(&["unused"], Verdict::Deny)
+    });
+    rules.push(RuleDef {
+        tools: None,
+        risk: Some(vec![Risk::Safe]),
+        verdict: Verdict::Allow,
+        reason: "safe tools".into(),
+        ..RuleDef::default()
+    });
+    let p = policy(rules);
+    let safe = ToolSpec {
+        risk: Risk::Safe,
+        ..spec("calc")
+    };
+    for (tool, args) in [
+        (spec("read_file"), json!({"path": "a.txt"})),
+        (spec("read_file"), json!({"path": "x/.env"})),
+        (spec("write_file"), json!({"path": "a.txt"})),
+        (spec("other_4"), json!({"path": "secret/key"})),
+        (spec("other_7"), json!({})),
+        (spec("nobody"), json!({})),
+        (safe, json!({})),
+    ] {
+        let fast = p.evaluate(&tool, "fs.wasm", Some(&args));
+        let every = p.explain(&tool, "fs.wasm", Some(&args), None, Caller::Agent);
+        assert_eq!(
+            (fast.verdict, &fast.matched, &fast.reason),
+            (
+                every.decision.verdict,
+                &every.decision.matched,
+                &every.decision.reason
+            ),
+            "{} {args}",
+            tool.name
+        );
+        assert_eq!(every.rules.len(), 1005, "explain still shows every rule");
+    }
+    assert_eq!(
+        p.index.candidates("read_file"),
+        vec![1000, 1001, 1002, 1004]
+    );
+    assert_eq!(p.index.candidates("other_7"), vec![7, 1002, 1004]);
+    assert_eq!(p.index.candidates("calc"), vec![1002, 1004]);
+}

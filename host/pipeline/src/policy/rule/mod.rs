@@ -259,6 +259,11 @@ impl Rule {
         self.def.line
     }
 
+    /// The `tools` globs as written; none when the rule names no tool.
+    pub(super) fn tool_patterns(&self) -> Option<&[String]> {
+        self.def.tools.as_deref()
+    }
+
     pub fn verdict(&self) -> Verdict {
         self.def.verdict
     }
