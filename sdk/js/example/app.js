@@ -98,6 +98,13 @@ export const fetch_text = defineTool({
   },
 });
 
+// What `ask_greeting` and `greet_twice` take: whom to greet.
+const NAME_ONLY = {
+  type: "object",
+  properties: { name: { type: "string", description: "Who to greet.", default: "world" } },
+  additionalProperties: false,
+};
+
 const FORM = {
   type: "object",
   properties: { style: { type: "string", enum: ["formal", "casual"], title: "Style" } },
@@ -107,11 +114,7 @@ const FORM = {
 export const ask_greeting = defineTool({
   name: "ask_greeting",
   description: "Asks the person how formal to be, then greets someone in that style.",
-  input: {
-    type: "object",
-    properties: { name: { type: "string", description: "Who to greet.", default: "world" } },
-    additionalProperties: false,
-  },
+  input: NAME_ONLY,
   output: {
     type: "object",
     properties: {
@@ -168,11 +171,7 @@ export const save_note = defineTool({
 export const greet_twice = defineTool({
   name: "greet_twice",
   description: "Greets someone twice, calmly then excitedly, by calling `greet`.",
-  input: {
-    type: "object",
-    properties: { name: { type: "string", description: "Who to greet.", default: "world" } },
-    additionalProperties: false,
-  },
+  input: NAME_ONLY,
   output: {
     type: "object",
     properties: { greetings: { type: "array", items: { type: "string" } } },

@@ -19,9 +19,11 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+mod matched;
 mod shown;
 mod when;
 
+pub use matched::{Miss, RuleMatch};
 pub use when::ArgPattern;
 use when::{Compiled, compile_pattern};
 
@@ -106,32 +108,6 @@ pub struct Rule {
     /// The `when` entries (by position) whose pattern is about URLs: what
     /// a deny or ask rule binds to every request of a call.
     url_entries: Vec<(usize, UrlPattern)>,
-}
-
-/// Whether a rule matched one call, and if not, the first matcher that failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RuleMatch {
-    Matched,
-    Missed(Miss),
-    /// Everything but `when` matched, and no arguments were given to check it.
-    NeedsArgs,
-}
-
-/// The first matcher of a rule that did not match a call. Deciding a call
-/// needs only this; the sentence for people ([`Rule::miss_note`]) is written
-/// only when someone asks for an explanation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Miss {
-    Tools,
-    Plugin,
-    Risk,
-    Effect(Effect),
-    Filesystem,
-    Network,
-    /// `nested` or `parent` does not fit who made the call.
-    Caller,
-    /// The `when` entry at this position.
-    When(usize),
 }
 
 fn globs(
