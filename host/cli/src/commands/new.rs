@@ -37,6 +37,13 @@ const PYTHON: Template = templates! {
     ".gitignore" => "python/gitignore",
 };
 
+const JS: Template = templates! {
+    "app.js" => "js/app.js",
+    "app.test.js" => "js/app.test.js",
+    "package.json" => "js/package.json",
+    ".gitignore" => "js/gitignore",
+};
+
 /// `text` as it goes between the quotes of a JSON string.
 fn json_text(text: &str) -> String {
     let quoted = serde_json::Value::String(text.to_owned()).to_string();
@@ -91,13 +98,6 @@ fn empty_dir(dir: &Path) -> Result<PathBuf, Error> {
         })
 }
 
-const JS: Template = templates! {
-    "app.js" => "js/app.js",
-    "app.test.js" => "js/app.test.js",
-    "package.json" => "js/package.json",
-    ".gitignore" => "js/gitignore",
-};
-
 /// What to run next, per language: set up the toolchain (once), build.
 fn next_steps(lang: Lang, dir: &Path, sdk: &Path) -> String {
     let dir = dir.display();
@@ -115,9 +115,9 @@ fn next_steps(lang: Lang, dir: &Path, sdk: &Path) -> String {
             componentize = super::build::COMPONENTIZE_PY,
         ),
         Lang::Js => format!(
-            "  cd {dir} && npm install                      # once: componentize-js, esbuild, the SDK             
-  npm test                                       # the tool's tests, in Node             
-  toolwarden build"
+            "  cd {dir} && npm install                      # once: componentize-js, esbuild, the SDK\
+             \n  npm test                                       # the tool's tests, in Node\
+             \n  toolwarden build"
         ),
     }
 }
