@@ -79,10 +79,20 @@ class Host:
         out = subprocess.run([str(BINARY), *args], env=self.env(), capture_output=True, text=True, timeout=60)
         return out.returncode, out.stdout, out.stderr
 
-    def audit(self, tool: str) -> list:
-        code, stdout, stderr = self.cli("audit", "--json", "--tool", tool)
-        assert code == 0, stderr
-        return json.loads(stdout)
+    def audit(self, tool: str, until=None, within: float = 10) -> list:
+        """The tool's audit records. A running host commits them in batches a
+        few milliseconds after the call answers (`durability = "batched"`),
+        so a test that reads while it serves names what it waits for
+        (`until(records)`) and gets the records once that holds, or as they
+        are after `within` seconds."""
+        deadline = time.monotonic() + within
+        while True:
+            code, stdout, stderr = self.cli("audit", "--json", "--tool", tool)
+            assert code == 0, stderr
+            records = json.loads(stdout)
+            if until is None or until(records) or time.monotonic() > deadline:
+                return records
+            time.sleep(0.05)
 
 
 @pytest.fixture
