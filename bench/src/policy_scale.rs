@@ -1,6 +1,8 @@
 //! Row 14: what the policy costs as the rules grow.
 
-use crate::{CONFIG, Host, READ_ARGS, round, runtime, settle};
+use crate::host::{Host, runtime, settle};
+use crate::summary::round;
+use crate::{CONFIG, READ_ARGS};
 use serde_json::{Map, Value, json};
 use toolwarden::{CallRequest, ConfigBuilder, Controller, Status, Tracing};
 

@@ -376,6 +376,75 @@ fn sync_durability_commits_before_the_call_returns_and_batched_by_drop() {
 }
 
 #[test]
+fn the_batch_window_is_a_setting_the_writer_keeps() {
+    use crate::harness::call;
+    let slow = TestHost::new(&[CALC]).config(&format!(
+        "[audit]\nbatch_window_ms = 1000\n\n{}",
+        crate::harness::ALLOW_ALL
+    ));
+    if slow.is_shared() {
+        return; // reads toolwarden.db itself
+    }
+    let host = slow.controller();
+    let r = call(&host, "calc", r#"{"op":"add","a":1,"b":2}"#);
+    let answered = std::time::Instant::now();
+    let seen_at_once = rows_of(&slow, &r.call_id);
+    // A test thread held up for most of the window proves nothing either way.
+    if answered.elapsed() < std::time::Duration::from_millis(500) {
+        assert_eq!(seen_at_once, 0, "committed before its window ended");
+    }
+    let deadline = answered + std::time::Duration::from_secs(10);
+    while rows_of(&slow, &r.call_id) < 3 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(
+        rows_of(&slow, &r.call_id),
+        3,
+        "the window's batch is committed"
+    );
+
+    for (config, said) in [
+        ("[audit]\nbatch_window_ms = 0\n", "between 1 and 1000"),
+        ("[audit]\nbatch_window_ms = 5000\n", "between 1 and 1000"),
+        (
+            "[audit]\ndurability = \"sync\"\nbatch_window_ms = 5\n",
+            "remove `batch_window_ms`",
+        ),
+    ] {
+        let t = TestHost::new(&[CALC]).config(config);
+        let (code, _, stderr) = run_cli(t.cli().arg("list"));
+        assert_eq!(code, 2, "{config}");
+        assert!(stderr.contains(said), "{config}: {stderr}");
+    }
+}
+
+#[test]
+fn the_head_catches_up_with_batched_commits_while_the_host_runs() {
+    use crate::harness::call;
+    let t = TestHost::new(&[CALC]).config(crate::harness::ALLOW_ALL);
+    let host = t.controller();
+    for n in 0..20 {
+        call(&host, "calc", &format!(r#"{{"op":"add","a":{n},"b":2}}"#));
+    }
+    // Spaced out, the head still follows once the writer falls idle: a
+    // host that stays up is not left with a head that lags for ever.
+    let head = || {
+        std::fs::read(t.state.join(toolwarden::HEAD_FILE))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|h| h["records"].as_i64())
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while head() != Some(60) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(head(), Some(60), "20 calls of 3 records each");
+    let (code, out) = verify(&t);
+    assert_eq!(code, 0, "{out}");
+    drop(host);
+}
+
+#[test]
 fn an_unknown_durability_is_a_config_error_with_its_line() {
     let t = TestHost::new(&[CALC]).config("[audit]\ndurability = \"eventually\"\n");
     let (code, _, stderr) = run_cli(t.cli().arg("list"));

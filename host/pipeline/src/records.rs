@@ -47,6 +47,7 @@ impl Records {
                 Redactor::new(config.redact_keys.iter().cloned())
                     .with_secrets(config.egress.secrets().cloned()),
                 config.audit_durability,
+                config.audit_batch_window,
             )?,
             store,
         })

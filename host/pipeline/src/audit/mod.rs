@@ -62,16 +62,18 @@ pub struct Audit {
 
 impl Audit {
     /// Reads through `store`; appends through a writer thread with its own
-    /// connection, redacting with `redactor` on the way.
+    /// connection, redacting with `redactor` on the way; with batched
+    /// `durability`, it commits every `batch_window`.
     pub fn new(
         store: Arc<Store>,
         redactor: Redactor,
         durability: Durability,
+        batch_window: std::time::Duration,
     ) -> Result<Audit, AuditError> {
         let writer_store = store
             .connect_again()
             .map_err(|e| AuditError(e.to_string()))?;
-        let writer = writer::Writer::start(writer_store, redactor, durability)
+        let writer = writer::Writer::start(writer_store, redactor, durability, batch_window)
             .map_err(|e| AuditError(format!("cannot start the writer thread: {e}")))?;
         Ok(Audit {
             store,

@@ -31,13 +31,13 @@
 
 use super::{Event, Subject, record_hash};
 use crate::audit::Redactor;
-use crate::store::{ExecutionRow, NewAuditRow, Store, StoreError, now_ms};
+use crate::store::{ExecutionRow, Head, NewAuditRow, Store, StoreError, now_ms};
 use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Jobs one transaction takes at most; more wait for the next one.
 const MAX_BATCH: usize = 4096;
@@ -50,9 +50,6 @@ const NICENESS: i32 = 10;
 /// Records kept from failed commits at most; past it the oldest are
 /// dropped (and said so), so an outage cannot grow the host without end.
 const MAX_KEPT: usize = 65_536;
-/// With `Batched`, how long the writer lets a batch fill before committing:
-/// one commit then serves every call of that window, not one each.
-const BATCH_WINDOW: Duration = Duration::from_millis(2);
 
 /// When an audit append is on disk, relative to the call that made it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
@@ -95,10 +92,14 @@ impl std::fmt::Debug for Writer {
 
 impl Writer {
     /// Starts the thread; `store` is its own connection to the database.
+    /// With `Batched`, the writer lets a batch fill for `batch_window`
+    /// before committing: one commit then serves every call of that window,
+    /// not one each.
     pub fn start(
         store: Store,
         redactor: Redactor,
         durability: Durability,
+        batch_window: Duration,
     ) -> std::io::Result<Writer> {
         let (sender, receiver) = sync_channel(MAX_QUEUED);
         let window = match durability {
@@ -107,7 +108,7 @@ impl Writer {
                 if let Err(e) = store.relax_durability() {
                     tracing::warn!("audit writes stay fully synchronous: {e}");
                 }
-                BATCH_WINDOW
+                batch_window
             }
         };
         let healthy = Arc::new(AtomicBool::new(true));
@@ -237,8 +238,9 @@ fn append_one_by_one(
     store: &Store,
     rows: &mut Vec<NewAuditRow>,
     executions: &mut Vec<ExecutionRow>,
-) -> Result<(), StoreError> {
+) -> Result<Option<Head>, StoreError> {
     let mut committed = 0;
+    let mut head = None;
     let mut result = Ok(());
     for row in rows.iter() {
         let appended = match store.append(std::slice::from_ref(row), &record_hash, executions) {
@@ -253,21 +255,24 @@ fn append_one_by_one(
             }
             other => other,
         };
-        if let Err(e) = appended {
-            result = Err(e);
-            break;
+        match appended {
+            Ok(new) => head = new.or(head),
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
         }
         executions.clear();
         committed += 1;
     }
     rows.drain(..committed);
     if result.is_ok() && !executions.is_empty() {
-        result = store.append(&[], &record_hash, executions);
+        result = store.append(&[], &record_hash, executions).map(drop);
         if result.is_ok() {
             executions.clear();
         }
     }
-    result
+    result.map(|()| head)
 }
 
 /// What stands in the audit log for a record the database refused: its
@@ -300,10 +305,11 @@ fn write_batches(
     // Records of failed commits, kept for the next one.
     let mut kept: Vec<NewAuditRow> = Vec::new();
     let mut kept_executions: Vec<ExecutionRow> = Vec::new();
+    let mut head = HeadKeeper::new(store, !window.is_zero());
     // Idle, the thread waits on the channel; busy, it sleeps through the
     // window instead, so that senders find nobody to wake (a wake is a
     // syscall and a context switch per call).
-    while let Ok(first) = receiver.recv() {
+    while let Some(first) = head.next_job(receiver) {
         if !window.is_zero() {
             std::thread::sleep(window);
         }
@@ -324,6 +330,7 @@ fn write_batches(
             Err(e) if e.refuses_data() => append_one_by_one(store, &mut rows, &mut executions),
             other => other,
         }
+        .map(|new| head.committed(new))
         .map_err(|e| e.to_string());
         healthy.store(result.is_ok(), Ordering::Relaxed);
         if let Err(e) = &result {
@@ -346,10 +353,70 @@ fn write_batches(
             }
         }
     }
+    head.write_pending();
     if !kept.is_empty() {
         tracing::error!(
             "{} audit records could not be written before the host stopped",
             kept.len()
         );
+    }
+}
+
+/// With batched commits, the head file is written at most this often (and
+/// when the writer falls idle or stops): writing it is a rename, which cost
+/// as much as a third of the writer's work when it followed every commit.
+const HEAD_EVERY: Duration = Duration::from_millis(50);
+
+/// When the audit head file follows the commits: after each one when calls
+/// wait for their commit, otherwise at most every [`HEAD_EVERY`] (an idle
+/// writer writes the last head once that time is up; see `store/head.rs`).
+struct HeadKeeper<'a> {
+    store: &'a Store,
+    spaced: bool,
+    pending: Option<Head>,
+    written: Instant,
+}
+
+impl<'a> HeadKeeper<'a> {
+    fn new(store: &'a Store, spaced: bool) -> Self {
+        HeadKeeper {
+            store,
+            spaced,
+            pending: None,
+            written: Instant::now(),
+        }
+    }
+
+    /// The next job, waiting for one as long as it takes; a pending head is
+    /// written when its time comes while the writer waits.
+    fn next_job(&mut self, receiver: &Receiver<Job>) -> Option<Job> {
+        loop {
+            if self.pending.is_none() {
+                return receiver.recv().ok();
+            }
+            let due = HEAD_EVERY.saturating_sub(self.written.elapsed());
+            match receiver.recv_timeout(due) {
+                Ok(job) => return Some(job),
+                Err(RecvTimeoutError::Disconnected) => return None,
+                Err(RecvTimeoutError::Timeout) => self.write_pending(),
+            }
+        }
+    }
+
+    /// A commit appended up to `head` (`None`: no rows).
+    fn committed(&mut self, head: Option<Head>) {
+        if let Some(head) = head {
+            self.pending = Some(head);
+        }
+        if !self.spaced || self.written.elapsed() >= HEAD_EVERY {
+            self.write_pending();
+        }
+    }
+
+    fn write_pending(&mut self) {
+        if let Some(head) = self.pending.take() {
+            self.store.advance_head_or_warn(&head);
+            self.written = Instant::now();
+        }
     }
 }

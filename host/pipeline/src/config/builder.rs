@@ -208,6 +208,7 @@ impl ConfigBuilder {
             approvals: parsed.approvals,
             redact_keys: parsed.audit.redact_keys,
             audit_durability: parsed.audit.durability,
+            audit_batch_window: parsed.audit.batch_window,
             audit_retention,
             budget: parsed.budget,
             mcp_list_denied: parsed.mcp_list_denied,

@@ -57,6 +57,7 @@ pub struct Config {
     pub(crate) approvals: crate::approval::ApprovalSettings,
     pub(crate) redact_keys: Vec<String>,
     pub(crate) audit_durability: crate::audit::Durability,
+    pub(crate) audit_batch_window: std::time::Duration,
     pub(crate) audit_retention: crate::audit::Retention,
     pub(crate) budget: crate::guards::Budget,
     pub(crate) mcp_list_denied: bool,

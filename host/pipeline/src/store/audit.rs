@@ -74,34 +74,26 @@ impl Store {
     /// commit, one fsync for however many calls the batch holds), chaining
     /// each audit row to the last stored one with `hash(seq, row, prev_hash)`.
     /// The chain's tail is read inside the transaction, so several processes
-    /// appending to one file still build one chain.
+    /// appending to one file still build one chain. Returns the chain's new
+    /// head when rows were appended, for the caller to write with
+    /// [`Store::advance_head_or_warn`] when it chooses (the writer spaces
+    /// those writes out).
     pub fn append(
         &self,
         rows: &[NewAuditRow],
         hash: &dyn Fn(i64, &NewAuditRow, &str) -> String,
         executions: &[ExecutionRow],
-    ) -> Result<(), StoreError> {
+    ) -> Result<Option<Head>, StoreError> {
         let (seq, prev) = match &self.shared {
             Some(shared) => shared
                 .append(rows, hash, executions)
                 .map_err(|e| self.shared_error(e))?,
             None => self.append_here(rows, hash, executions)?,
         };
-        if !rows.is_empty() {
-            let head = Head {
-                records: seq,
-                hash: prev,
-            };
-            // The records are committed whatever happens here; a head left
-            // behind only makes `audit verify` say it lags.
-            if let Err(e) = self.advance_head(&head) {
-                tracing::warn!(
-                    "cannot update the audit head `{}`: {e}",
-                    self.head_path().display()
-                );
-            }
-        }
-        Ok(())
+        Ok((!rows.is_empty()).then_some(Head {
+            records: seq,
+            hash: prev,
+        }))
     }
 
     /// [`Store::append`] to the SQLite file; the chain's new tail.
@@ -284,15 +276,10 @@ impl Store {
         let Some((seq, digest)) = tail else {
             return Ok(false);
         };
-        if let Err(e) = self.advance_head(&Head {
+        self.advance_head_or_warn(&Head {
             records: seq,
             hash: digest,
-        }) {
-            tracing::warn!(
-                "cannot update the audit head `{}`: {e}",
-                self.head_path().display()
-            );
-        }
+        });
         Ok(true)
     }
 

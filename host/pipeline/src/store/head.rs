@@ -1,6 +1,10 @@
 //! The audit chain's head, kept outside the database: `audit.head` in the
 //! state directory holds how many records the chain has and the hash of the
-//! last one, replaced atomically (write, then rename) after every commit.
+//! last one, replaced atomically (write, then rename) after commits: after
+//! each one when every call waits for its commit; with batched commits at
+//! most every `HEAD_EVERY` (audit/writer.rs), the last one at the latest
+//! that long after its commit, and when the writer stops (a rename per
+//! commit cost the writer as much as a third of its work).
 //!
 //! The chain alone cannot show records cut off its end: no later record is
 //! left to disagree. The head can, so `audit verify` compares the two, and
@@ -9,6 +13,8 @@
 //! head updates and a head never moves backwards. The head is not fsynced:
 //! after a power loss it may lag the database (reported, not an error); it
 //! is written only after the commit it describes, so it never runs ahead.
+//! A host killed outright may leave it behind by the records of its last
+//! `HEAD_EVERY`, as a power loss may.
 
 use super::Store;
 use serde::{Deserialize, Serialize};
@@ -48,8 +54,19 @@ impl Store {
         }
     }
 
-    /// Moves the head to `head` unless it already is there or beyond.
-    pub(super) fn advance_head(&self, head: &Head) -> io::Result<()> {
+    /// Moves the head to `head` unless it already is there or beyond. The
+    /// records it counts are committed whatever happens here; a head left
+    /// behind only makes `audit verify` say it lags, so a failure is logged.
+    pub fn advance_head_or_warn(&self, head: &Head) {
+        if let Err(e) = self.advance_head(head) {
+            tracing::warn!(
+                "cannot update the audit head `{}`: {e}",
+                self.head_path().display()
+            );
+        }
+    }
+
+    fn advance_head(&self, head: &Head) -> io::Result<()> {
         let lock = crate::private_file::options()
             .create(true)
             .truncate(false)

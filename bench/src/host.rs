@@ -1,0 +1,142 @@
+//! The governed host the in-process rows call, and how they call it:
+//! one call at a time, timed, or from many tasks for a while.
+
+use crate::CONFIG;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use toolwarden::{AuditFilter, CallRequest, ConfigBuilder, Controller, Status};
+
+/// A host in a temp dir: workspace, plugins, state.
+pub(crate) struct Host {
+    _root: tempfile::TempDir,
+    pub(crate) workspace: PathBuf,
+    pub(crate) plugins: PathBuf,
+    pub(crate) state: PathBuf,
+}
+
+impl Host {
+    pub(crate) fn new(plugins: &[&str]) -> Host {
+        let root = tempfile::tempdir().expect("temp dir");
+        let host = Host {
+            workspace: root.path().join("workspace"),
+            plugins: root.path().join("plugins"),
+            state: root.path().join("state"),
+            _root: root,
+        };
+        for dir in [&host.workspace, &host.plugins, &host.state] {
+            std::fs::create_dir_all(dir).expect("mkdir");
+        }
+        std::fs::write(host.workspace.join("small.txt"), "hello, governed world\n").expect("write");
+        std::fs::write(host.workspace.join("toolwarden.toml"), CONFIG).expect("write");
+        for plugin in plugins {
+            let path = Path::new(plugin);
+            std::fs::copy(
+                path,
+                host.plugins.join(path.file_name().expect("file name")),
+            )
+            .expect("copy plugin");
+        }
+        host
+    }
+
+    pub(crate) fn controller(&self) -> std::sync::Arc<Controller> {
+        let config = ConfigBuilder::new(&self.workspace)
+            .plugins_dir(&self.plugins)
+            .state_dir(&self.state)
+            .config_text(CONFIG)
+            .build()
+            .expect("config");
+        Controller::new(config).expect("host starts")
+    }
+}
+
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// One governed call, timed like a floor call: the request is made inside
+/// the timed span.
+pub(crate) async fn governed_call(host: &Controller, tool: &str, args: &str) -> Duration {
+    let started = Instant::now();
+    let result = host.handle(CallRequest::new(tool, args)).await;
+    let elapsed = started.elapsed();
+    assert_eq!(result.status, Status::Ok, "{result:?}");
+    elapsed
+}
+
+/// `n` governed calls from one task awaiting call after call.
+pub(crate) fn governed_calls(host: &Controller, tool: &str, args: &str, n: usize) -> Vec<Duration> {
+    runtime().block_on(async {
+        for _ in 0..n / 10 {
+            governed_call(host, tool, args).await;
+        }
+        let mut samples = Vec::with_capacity(n);
+        for _ in 0..n {
+            samples.push(governed_call(host, tool, args).await);
+        }
+        samples
+    })
+}
+
+/// Waits until the audit writer has committed every queued record, so its
+/// work does not land in the next row's figures.
+pub(crate) fn settle(host: &Controller) {
+    let last = AuditFilter {
+        limit: Some(1),
+        ..AuditFilter::default()
+    };
+    if let Err(e) = host.records().audit(&last) {
+        eprintln!("cannot settle the audit log: {e}");
+    }
+}
+
+/// Calls `tool` from 4 tasks per core until `until` says stop; calls/s.
+pub(crate) fn throughput(host: Arc<Controller>, tool: &str, args: &str, until: Until) -> f64 {
+    let rt = runtime();
+    let tasks = 4 * cores();
+    let done = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    rt.block_on(async {
+        let handles: Vec<_> = (0..tasks)
+            .map(|_| {
+                let (host, done) = (Arc::clone(&host), Arc::clone(&done));
+                let (tool, args) = (tool.to_owned(), args.to_owned());
+                tokio::spawn(async move {
+                    while until.goes_on(started, &done) {
+                        let r = host.handle(CallRequest::new(&tool, &args)).await;
+                        assert_eq!(r.status, Status::Ok, "{r:?}");
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
+                })
+            })
+            .collect();
+        futures::future::join_all(handles).await;
+    });
+    done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+}
+
+/// When a [`throughput`] run stops.
+#[derive(Clone, Copy)]
+pub(crate) enum Until {
+    Elapsed(Duration),
+    /// About this many calls (each task checks before its next).
+    Calls(u64),
+}
+
+impl Until {
+    pub(crate) fn goes_on(self, started: Instant, done: &AtomicU64) -> bool {
+        match self {
+            Until::Elapsed(limit) => started.elapsed() < limit,
+            Until::Calls(n) => done.load(Ordering::Relaxed) < n,
+        }
+    }
+}
+
+pub(crate) fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}

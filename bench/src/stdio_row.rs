@@ -1,0 +1,173 @@
+//! Row 7: `tools/call` round trips over MCP stdio with a bare JSON-RPC
+//! client, beside `ping` and `cat`, and the server's CPU per call against
+//! a bare rmcp server's.
+
+use crate::ROUND;
+use crate::host::Host;
+use crate::mcp::{self, Exchange, Wait};
+use crate::summary::{Summary, round, summarize};
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::Duration;
+use toolwarden_tests::CALC;
+
+/// Row 7. The server, its `ping` and `cat` are measured in interleaved
+/// rounds, once with client and server scheduled freely and once with both
+/// bound to one core. On this VM waking a thread on a halted vCPU costs
+/// tens of microseconds, and the kernel usually wakes the client on its own
+/// vCPU; on one core the figures are the software's own. (`cat` always
+/// shares the client's vCPU, so its floor is a one-vCPU floor.)
+pub(crate) fn mcp_row(scale: usize, out: &mut Map<String, Value>) {
+    let ([call, ping, echo], polled) = mcp_rounds(scale, true);
+    let ([call_1, ping_1, echo_1], _) = mcp::on_one_core(|| mcp_rounds(scale, false));
+    call.line("7. MCP stdio tools/call round trip (bare JSON-RPC client)");
+    ping.line("   `ping` round trip (the server's JSON-RPC layer alone)");
+    echo.line("   the same line echoed by `cat` (the pipes' own floor)");
+    if let Some(polled) = &polled {
+        polled.line("   tools/call, a client that polls instead of sleeping");
+    }
+    call_1.line("   tools/call, client and server on one core");
+    ping_1.line("   `ping`, on one core");
+    echo_1.line("   `cat`, on one core");
+    println!(
+        "   the server's share of a tools/call: {:.1} µs, on one core {:.1} µs (rounds of {ROUND}, interleaved)",
+        call.median_us - echo.median_us,
+        call_1.median_us - echo_1.median_us
+    );
+    out.insert("mcp_stdio_round_trip".into(), call.json());
+    out.insert("mcp_stdio_ping".into(), ping.json());
+    out.insert("pipe_echo_round_trip".into(), echo.json());
+    if let Some(polled) = &polled {
+        out.insert("mcp_stdio_round_trip_polling_client".into(), polled.json());
+    }
+    out.insert(
+        "mcp_stdio_one_core".into(),
+        json!({ "tools_call": call_1.json(), "ping": ping_1.json(), "pipe_echo": echo_1.json() }),
+    );
+    paced_cpu(scale, out);
+}
+
+/// Row 7, last lines: what a served call costs the server in CPU when its
+/// client takes a while before the next request (150 µs here, about a bare
+/// Python client's pace): the server's own work, or more if it burns CPU
+/// while it waits for the client. Against the floor of an MCP server on the
+/// same rmcp that does nothing but answer (`bare-rmcp`), in interleaved
+/// rounds, thread by thread.
+fn paced_cpu(scale: usize, out: &mut Map<String, Value>) {
+    const PAUSE: Duration = Duration::from_micros(150);
+    let own = std::env::current_exe().expect("own path");
+    let host = Host::new(&[CALC]);
+    let governed = mcp::Server::start(
+        &own.with_file_name("toolwarden"),
+        &host.plugins,
+        &host.workspace,
+        &host.state,
+    );
+    let bare_binary = own.with_file_name("bare-rmcp");
+    let bare = bare_binary
+        .exists()
+        .then(|| mcp::Server::start_command(Command::new(&bare_binary)));
+    let mut servers: Vec<(&str, mcp::Server, BTreeMap<String, Duration>)> =
+        std::iter::once(("toolwarden", governed))
+            .chain(bare.map(|b| ("bare rmcp", b)))
+            .map(|(name, server)| (name, server, BTreeMap::new()))
+            .collect();
+    let n = 5000 * scale;
+    for round in 0..=n / ROUND {
+        for (_, server, total) in &mut servers {
+            let before = server.cpu_by_thread();
+            server.paced_calls(ROUND, PAUSE);
+            // Round 0 warms up and is not kept.
+            if round > 0 {
+                mcp::add_cpu_between(&before, &server.cpu_by_thread(), total);
+            }
+        }
+    }
+    let per_call_us = |d: &Duration| round(d.as_secs_f64() * 1e6 / n as f64);
+    let mut figures = Vec::new();
+    for (name, _, threads) in &servers {
+        let total: Duration = threads.values().sum();
+        let shown: Vec<String> = threads
+            .iter()
+            .filter(|(_, used)| per_call_us(used) >= 0.5)
+            .map(|(thread, used)| format!("{thread} {:.0}", per_call_us(used)))
+            .collect();
+        println!(
+            "   {name} server CPU per tools/call, a client pausing {} µs between calls: {:.0} µs ({})",
+            PAUSE.as_micros(),
+            per_call_us(&total),
+            shown.join(", ")
+        );
+        let by_thread: Map<String, Value> = threads
+            .iter()
+            .map(|(thread, used)| (thread.clone(), json!(per_call_us(used))))
+            .collect();
+        figures.push(json!({ "pause_us": PAUSE.as_micros() as u64, "cpu_us": per_call_us(&total), "threads": by_thread }));
+    }
+    let mut figures = figures.into_iter();
+    if let Some(governed) = figures.next() {
+        out.insert("mcp_stdio_server_cpu_per_paced_call".into(), governed);
+    }
+    match figures.next() {
+        Some(bare) => {
+            let ratio = out["mcp_stdio_server_cpu_per_paced_call"]["cpu_us"]
+                .as_f64()
+                .unwrap_or_default()
+                / bare["cpu_us"].as_f64().unwrap_or(f64::NAN);
+            println!("   toolwarden / bare rmcp, CPU per call: {ratio:.2}x");
+            out.insert("bare_rmcp_cpu_per_paced_call".into(), bare);
+            out.insert(
+                "mcp_stdio_server_cpu_ratio_to_bare_rmcp".into(),
+                json!(round(ratio * 100.0) / 100.0),
+            );
+        }
+        None => println!(
+            "   bare rmcp floor: skipped ({} is missing: `cargo build --release -p toolwarden-bench --bins`)",
+            bare_binary.display()
+        ),
+    }
+}
+
+/// `tools/call`, `ping` and `cat` round trips, `3000 * scale` of each, in
+/// interleaved rounds of [`ROUND`], with a client that sleeps in `read`;
+/// with `polled`, also `tools/call` with a client that polls (on one core
+/// a polling client would only take turns with the server).
+fn mcp_rounds(scale: usize, polled: bool) -> ([Summary; 3], Option<Summary>) {
+    let binary = std::env::current_exe()
+        .expect("own path")
+        .with_file_name("toolwarden");
+    let mcp_host = Host::new(&[CALC]);
+    let mut server = mcp::Server::start(
+        &binary,
+        &mcp_host.plugins,
+        &mcp_host.workspace,
+        &mcp_host.state,
+    );
+    let mut echo = mcp::Server::echo();
+    let mut samples: [Vec<Duration>; 3] = Default::default();
+    let mut polled_samples = Vec::new();
+    let n = 3000 * scale;
+    for round in 0..=n / ROUND {
+        let call = server.round_trips(Exchange::CallCalc, ROUND);
+        let ping = server.round_trips(Exchange::Ping, ROUND);
+        let echoed = echo.round_trips(Exchange::Echo, ROUND);
+        let polling = if polled {
+            server.wait_by(Wait::Poll);
+            let polling = server.round_trips(Exchange::CallCalc, ROUND);
+            server.wait_by(Wait::Sleep);
+            polling
+        } else {
+            Vec::new()
+        };
+        // Round 0 warms up and is not kept.
+        if round > 0 {
+            samples[0].extend(call);
+            samples[1].extend(ping);
+            samples[2].extend(echoed);
+            polled_samples.extend(polling);
+        }
+    }
+    let polled = (!polled_samples.is_empty()).then(|| summarize(polled_samples));
+    (samples.map(summarize), polled)
+}
