@@ -1,6 +1,7 @@
 """`toolwarden serve` over stdio, driven by the official MCP Python SDK."""
 
 import time
+from pathlib import Path
 
 import anyio
 import pytest
@@ -239,3 +240,53 @@ def test_a_signal_ends_the_server_with_its_calls_recorded(host, signal_name):
     assert len(spin) == 1 and spin[0]["code"] == "CANCELLED", spin
     code, out, err = host.cli("audit", "verify")
     assert code == 0, out + err
+
+
+SCHED_IDLE = 5
+
+
+def writer_policy(pid: int) -> int:
+    """The scheduling policy of the host's audit writer thread."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        if (task / "comm").read_text().strip() == "toolwarden-audi":
+            stat = (task / "stat").read_text()
+            return int(stat[stat.rindex(")") + 2:].split()[38])
+    raise AssertionError("no audit writer thread")
+
+
+def test_the_stdio_audit_writer_yields_every_cpu_and_the_http_one_does_not(host):
+    """Over stdio, one client's calls come one at a time and an answer must
+    never wait for a commit: the writer runs in Linux's SCHED_IDLE class.
+    Over HTTP many callers can fill every core, and there it must not
+    starve."""
+    import json
+    import subprocess
+
+    from conftest import BINARY, http_serve
+
+    proc = subprocess.Popen([str(BINARY), "serve"], env=host.env(), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        def rpc(id_: int, method: str, params: dict) -> dict:
+            proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": id_, "method": method, "params": params}) + "\n")
+            proc.stdin.flush()
+            while (message := json.loads(proc.stdout.readline())).get("id") != id_:
+                pass
+            return message
+
+        rpc(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                              "clientInfo": {"name": "t", "version": "0"}})
+        proc.stdin.write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        answer = rpc(2, "tools/call", {"name": "calc", "arguments": {"op": "add", "a": 1, "b": 2}})
+        assert answer["result"]["structuredContent"] == {"result": 3}, answer
+        # The writer switches when it takes the call's records, which may
+        # be a moment after the answer went out.
+        deadline = time.monotonic() + 10
+        while writer_policy(proc.pid) != SCHED_IDLE and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert writer_policy(proc.pid) == SCHED_IDLE
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=10)
+    with http_serve(host.env()) as (served, _):
+        assert writer_policy(served.pid) != SCHED_IDLE

@@ -249,6 +249,7 @@ impl Runtimes {
             calls,
             waiting,
         } = self;
+        host.audit_in_idle_time();
         let server = Server::over_stdio(host, calls.handle().clone(), waiting, profile);
         // The connection answers first and tears down after: see `watch_stdin`.
         Controller::defer_teardowns_on_this_thread();

@@ -103,6 +103,12 @@ impl Audit {
         Ok(())
     }
 
+    /// From now on, commits run only in time no call wants (see
+    /// `Writer::write_in_idle_time`).
+    pub fn write_in_idle_time(&self) {
+        self.writer.write_in_idle_time();
+    }
+
     /// Appends a call's events, with the execution its session's budgets
     /// count once it ran (in the same transaction), committed as the
     /// configured [`Durability`] says.

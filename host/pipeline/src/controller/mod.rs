@@ -113,6 +113,15 @@ impl Controller {
         crate::sandbox::defer_on_this_thread();
     }
 
+    /// For a host that serves one client whose calls come one at a time
+    /// (MCP over stdio): the audit writer then commits only in CPU time no
+    /// call and no client wants, so a commit never delays an answer. Not for
+    /// a host that many callers keep busy: there the writer would get no CPU
+    /// until the callers wait for room in its queue.
+    pub fn audit_in_idle_time(&self) {
+        self.records.audit_log().write_in_idle_time();
+    }
+
     /// Tears down the sandboxes this thread kept.
     pub fn finish_deferred_teardowns() {
         crate::sandbox::finish_deferred();
