@@ -121,6 +121,7 @@ fn main() {
     }
     if want(5) {
         in_process::startup_row(&mut out);
+        stdio_row::start_to_list(&mut out);
     }
     if want(6) {
         in_process::batch_row(&controller, &mut out);

@@ -9,7 +9,7 @@ use crate::summary::{Summary, round, summarize};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use toolwarden_tests::CALC;
 
 /// Row 7. The server, its `ping` and `cat` are measured in interleaved
@@ -170,4 +170,63 @@ fn mcp_rounds(scale: usize, polled: bool) -> ([Summary; 3], Option<Summary>) {
     }
     let polled = (!polled_samples.is_empty()).then(|| summarize(polled_samples));
     (samples.map(summarize), polled)
+}
+
+/// Row 5, last lines: `toolwarden serve` from its start to the answer to
+/// `tools/list` (one plugin, its code in the cache), as an MCP client meets
+/// it: back to back, and after a few seconds idle, when a VM's host may
+/// have taken back free memory and parked the idle vCPUs; beside the bare
+/// rmcp server, whose start is the floor.
+pub fn start_to_list(out: &mut Map<String, Value>) {
+    const ROUNDS: usize = 5;
+    const IDLE: Duration = Duration::from_secs(3);
+    let own = std::env::current_exe().expect("own path");
+    let host = Host::new(&[CALC]);
+    let toolwarden = || {
+        mcp::serve_command(
+            &own.with_file_name("toolwarden"),
+            &host.plugins,
+            &host.workspace,
+            &host.state,
+        )
+    };
+    let bare_binary = own.with_file_name("bare-rmcp");
+    let bare = || bare_binary.exists().then(|| Command::new(&bare_binary));
+    let timed = |command: Command| {
+        let started = Instant::now();
+        let mut server = mcp::Server::start_command(command);
+        let listed = server.request("tools/list", json!({}));
+        assert!(listed["result"]["tools"].is_array(), "{listed}");
+        started.elapsed()
+    };
+    timed(toolwarden());
+    let mut figures = Map::new();
+    let mut samples: [[Vec<Duration>; 2]; 2] = Default::default();
+    for _ in 0..ROUNDS {
+        for _ in 0..ROUNDS {
+            samples[0][0].push(timed(toolwarden()));
+            samples[1][0].extend(bare().map(timed));
+        }
+        std::thread::sleep(IDLE);
+        samples[0][1].push(timed(toolwarden()));
+        std::thread::sleep(IDLE);
+        samples[1][1].extend(bare().map(timed));
+    }
+    for (name, [back_to_back, after_idle]) in ["toolwarden", "bare_rmcp"].into_iter().zip(samples) {
+        if back_to_back.is_empty() {
+            continue;
+        }
+        let (b2b, idle) = (summarize(back_to_back), summarize(after_idle));
+        println!(
+            "   {name} serve, start to its tools/list answer: back to back median {:.1} ms, after {} s idle {:.1} ms",
+            b2b.median_us / 1e3,
+            IDLE.as_secs(),
+            idle.median_us / 1e3
+        );
+        figures.insert(
+            name.into(),
+            json!({ "back_to_back_ms": round(b2b.median_us / 1e3), "after_idle_ms": round(idle.median_us / 1e3) }),
+        );
+    }
+    out.insert("serve_start_to_tools_list".into(), Value::Object(figures));
 }
