@@ -4,9 +4,10 @@
 use crate::CONFIG;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use toolwarden::{AuditFilter, CallRequest, ConfigBuilder, Controller, Status};
+use toolwarden_tests::rss_kib;
 
 /// A host in a temp dir: workspace, plugins, state.
 pub(crate) struct Host {
@@ -139,4 +140,37 @@ impl Until {
 
 pub(crate) fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The process's resident memory in KiB before, at its peak (sampled every
+/// 5 ms) during, and after something ran.
+pub(crate) struct Rss {
+    pub(crate) before: u64,
+    pub(crate) peak: u64,
+    pub(crate) after: u64,
+}
+
+/// Runs `f` while a thread samples the resident memory.
+pub(crate) fn peak_rss_during<R>(f: impl FnOnce() -> R) -> (R, Rss) {
+    let before = rss_kib();
+    let running = Arc::new(AtomicBool::new(true));
+    let peak = Arc::new(AtomicU64::new(before));
+    let sampler = {
+        let (running, peak) = (Arc::clone(&running), Arc::clone(&peak));
+        std::thread::spawn(move || {
+            while running.load(Ordering::Relaxed) {
+                peak.fetch_max(rss_kib(), Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+    };
+    let result = f();
+    running.store(false, Ordering::Relaxed);
+    sampler.join().expect("sampler");
+    let rss = Rss {
+        before,
+        peak: peak.load(Ordering::Relaxed).max(rss_kib()),
+        after: rss_kib(),
+    };
+    (result, rss)
 }

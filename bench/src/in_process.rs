@@ -3,15 +3,16 @@
 //! calls in flight.
 
 use crate::bare::{Api, Engine, Floor};
-use crate::host::{Host, Until, governed_call, governed_calls, runtime, throughput};
+use crate::host::{
+    Host, Rss, Until, governed_call, governed_calls, peak_rss_during, runtime, throughput,
+};
 use crate::summary::{round, summarize};
 use crate::{CALC_ARGS, READ_ARGS, ROUND};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use toolwarden::{CallRequest, Controller, Status, Tracing};
-use toolwarden_tests::{CALC, numbered_plugins, rss_kib};
+use toolwarden_tests::{CALC, numbered_plugins};
 
 pub(crate) fn floor_rows(controller: &Controller, scale: usize, out: &mut Map<String, Value>) {
     let calc_wasm = std::fs::read(CALC).expect("calc plugin (build the tests crate first)");
@@ -252,43 +253,35 @@ pub(crate) fn batch_row(controller: &Controller, out: &mut Map<String, Value>) {
 }
 
 /// Peak RSS (sampled every 5 ms) while `n` calls are in flight at once.
-fn peak_rss_in_flight(host: Arc<Controller>, n: usize) -> (u64, u64, u64) {
+fn peak_rss_in_flight(host: Arc<Controller>, n: usize) -> Rss {
     let rt = runtime();
-    let before = rss_kib();
-    let running = Arc::new(AtomicBool::new(true));
-    let peak = Arc::new(AtomicU64::new(before));
-    let sampler = {
-        let (running, peak) = (Arc::clone(&running), Arc::clone(&peak));
-        std::thread::spawn(move || {
-            while running.load(Ordering::Relaxed) {
-                peak.fetch_max(rss_kib(), Ordering::Relaxed);
-                std::thread::sleep(Duration::from_millis(5));
-            }
+    let ((), rss) = peak_rss_during(|| {
+        rt.block_on(async {
+            let calls = (0..n).map(|i| {
+                let host = Arc::clone(&host);
+                // Distinct arguments, so each call is its own call.
+                let args = format!(r#"{{"ms":{}}}"#, 200 + i % 7);
+                async move { host.handle(CallRequest::new("hostile_sleep", args)).await }
+            });
+            let results = futures::future::join_all(calls).await;
+            let failed: Vec<_> = results.iter().filter(|r| r.status != Status::Ok).collect();
+            assert!(
+                failed.is_empty(),
+                "{} calls failed: {:?}",
+                failed.len(),
+                failed.first()
+            );
         })
-    };
-    rt.block_on(async {
-        let calls = (0..n).map(|i| {
-            let host = Arc::clone(&host);
-            // Distinct arguments, so each call is its own call.
-            let args = format!(r#"{{"ms":{}}}"#, 200 + i % 7);
-            async move { host.handle(CallRequest::new("hostile_sleep", args)).await }
-        });
-        let results = futures::future::join_all(calls).await;
-        let failed: Vec<_> = results.iter().filter(|r| r.status != Status::Ok).collect();
-        assert!(
-            failed.is_empty(),
-            "{} calls failed: {:?}",
-            failed.len(),
-            failed.first()
-        );
     });
-    running.store(false, Ordering::Relaxed);
-    sampler.join().expect("sampler");
-    (before, peak.load(Ordering::Relaxed), rss_kib())
+    rss
 }
 
 pub(crate) fn rss_row(controller: &Arc<Controller>, out: &mut Map<String, Value>) {
-    let (before, peak, after) = peak_rss_in_flight(Arc::clone(controller), 1000);
+    let Rss {
+        before,
+        peak,
+        after,
+    } = peak_rss_in_flight(Arc::clone(controller), 1000);
     println!(
         "8. RSS with 1000 calls in flight: before {} MiB, peak {} MiB, after {} MiB",
         before >> 10,

@@ -271,12 +271,18 @@ fn pause_for(pause: Duration) {
     }
 }
 
-/// `toolwarden serve` on these directories, trusting its config, with
-/// nothing from the caller's environment that would change what it loads.
+/// `toolwarden serve` on these directories (see [`host_command`]).
 pub fn serve_command(binary: &Path, plugins: &Path, workspace: &Path, state: &Path) -> Command {
+    let mut command = host_command(binary, plugins, workspace, state);
+    command.arg("serve");
+    command
+}
+
+/// `toolwarden` on these directories, trusting its config, with nothing
+/// from the caller's environment that would change what it loads.
+pub fn host_command(binary: &Path, plugins: &Path, workspace: &Path, state: &Path) -> Command {
     let mut command = Command::new(binary);
     command
-        .arg("serve")
         .env("TOOLWARDEN_PLUGINS", plugins)
         .env("TOOLWARDEN_WORKSPACE", workspace)
         .env("TOOLWARDEN_STATE", state)

@@ -132,7 +132,8 @@ impl Records {
 
     /// How each tool behaved over the records `filter` selects.
     pub fn stats(&self, filter: &AuditFilter) -> Result<Stats, Error> {
-        Ok(crate::audit::stats(&self.audit(filter)?))
+        let tallies = self.audit.tallies(filter).map_err(state_error)?;
+        Ok(crate::audit::stats(tallies))
     }
 
     pub fn verify(&self) -> Result<Verification, Error> {

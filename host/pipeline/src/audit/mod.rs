@@ -156,6 +156,13 @@ impl Audit {
         }
     }
 
+    /// What `audit stats` reports on the records `filter` selects, counted
+    /// by the database once the queue is committed.
+    pub fn tallies(&self, filter: &AuditFilter) -> Result<crate::store::AuditTallies, StoreError> {
+        self.settle();
+        self.store.audit_tallies(filter)
+    }
+
     pub fn records(&self, filter: &AuditFilter) -> Result<Vec<Record>, StoreError> {
         self.settle();
         Ok(self

@@ -1,10 +1,12 @@
-//! How each tool behaves, computed from audit records alone (so it works on
-//! any segment of the log): calls and how they ended, refusals for
-//! duplicates and budgets, retries, approvals, and the spread of duration, fuel and
-//! output size; per session, calls and the longest run of the same call
-//! repeated (a model that makes no progress). Reads records; never writes.
+//! How each tool behaves, from the audit records a filter selects: calls
+//! and how they ended, refusals for duplicates and budgets, retries,
+//! approvals, and the spread of duration, fuel and output size; per
+//! session, calls and the longest run of the same call repeated (a model
+//! that makes no progress). The database counts (`store/tallies.rs`: memory
+//! stays flat however many records there are); this module makes the
+//! report of its rows. Reads; never writes.
 
-use super::Record;
+use crate::store::{AuditTallies, PERCENTILES, nearest_rank};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -66,122 +68,93 @@ pub struct SessionStats {
 }
 
 impl Spread {
-    fn of(mut samples: Vec<u64>) -> Spread {
-        if samples.is_empty() {
-            return Spread::default();
-        }
-        samples.sort_unstable();
-        let rank = |p: usize| samples[(samples.len() * p).div_ceil(100).max(1) - 1];
-        Spread {
-            p50: rank(50),
-            p95: rank(95),
-            p99: rank(99),
+    /// Sets the percentiles that the value at `rank` (1-based, of `of`)
+    /// is the nearest rank of.
+    fn place(&mut self, value: u64, rank: u64, of: u64) {
+        for p in PERCENTILES {
+            if nearest_rank(of, p) == rank {
+                match p {
+                    50 => self.p50 = value,
+                    95 => self.p95 = value,
+                    _ => self.p99 = value,
+                }
+            }
         }
     }
 }
 
-#[derive(Default)]
-struct Samples {
-    duration_us: Vec<u64>,
-    fuel: Vec<u64>,
-    output_bytes: Vec<u64>,
-}
-
-/// A session's last call (tool and argument digest) and how often in a
-/// row it came.
-#[derive(Default)]
-struct Streak {
-    last: Option<(String, String)>,
-    length: u64,
-}
-
-/// Stats over `records`, in the order they were appended.
-pub fn stats(records: &[Record]) -> Stats {
+/// The report from what the database counted (see `store/tallies.rs`).
+pub fn stats(tallies: AuditTallies) -> Stats {
     let mut stats = Stats::default();
-    let mut samples: BTreeMap<String, Samples> = BTreeMap::new();
-    let mut streaks: BTreeMap<String, Streak> = BTreeMap::new();
-    // Per session: its turns, and the calls that came in one.
-    let mut turns: BTreeMap<String, (std::collections::BTreeSet<String>, u64)> = BTreeMap::new();
-    for record in records {
-        let tool = stats.tools.entry(record.tool.clone()).or_default();
-        let text = |key: &str| record.data.get(key).and_then(|v| v.as_str());
-        let number = |key: &str| record.data.get(key).and_then(|v| v.as_u64());
-        let ended = match record.kind.as_str() {
-            "outcome" => {
-                let taken = samples.entry(record.tool.clone()).or_default();
-                taken.duration_us.extend(number("duration_us"));
-                taken.fuel.extend(number("fuel_used"));
-                taken.output_bytes.extend(number("output_bytes"));
-                Some(text("code").unwrap_or("ok").to_owned())
-            }
-            "refused" => Some(text("code").unwrap_or("HOST_ERROR").to_owned()),
-            "approval_asked" => {
-                tool.approvals.asked += 1;
+    for count in tallies.counts {
+        let tool = stats.tools.entry(count.tool).or_default();
+        let n = count.records;
+        let ended = match count.kind.as_deref() {
+            Some("outcome") => Some(count.code.unwrap_or_else(|| "ok".to_owned())),
+            Some("refused") => Some(count.code.unwrap_or_else(|| "HOST_ERROR".to_owned())),
+            Some("approval_asked") => {
+                tool.approvals.asked += n;
                 None
             }
-            "retried" => {
-                tool.retries += 1;
+            Some("retried") => {
+                tool.retries += n;
                 None
             }
-            "approval_decided" => {
-                match record.data.get("approved").and_then(|v| v.as_bool()) {
-                    Some(true) => tool.approvals.approved += 1,
-                    _ => tool.approvals.denied += 1,
+            Some("approval_decided") => {
+                match count.approved {
+                    Some(true) => tool.approvals.approved += n,
+                    _ => tool.approvals.denied += n,
                 }
-                None
-            }
-            "call" => {
-                let digest = text("args_digest").unwrap_or_default().to_owned();
-                let streak = streaks.entry(record.session.clone()).or_default();
-                let this = (record.tool.clone(), digest);
-                streak.length = if streak.last.as_ref() == Some(&this) {
-                    streak.length + 1
-                } else {
-                    1
-                };
-                streak.last = Some(this);
-                if let Some(turn) = text("turn") {
-                    let (seen, calls) = turns.entry(record.session.clone()).or_default();
-                    seen.insert(turn.to_owned());
-                    *calls += 1;
-                }
-                let session = stats.sessions.entry(record.session.clone()).or_default();
-                session.calls += 1;
-                session.longest_repeat = session.longest_repeat.max(streak.length);
                 None
             }
             _ => None,
         };
         if let Some(outcome) = ended {
-            tool.calls += 1;
+            tool.calls += n;
             match outcome.as_str() {
-                "DUPLICATE_CALL" => tool.duplicates_refused += 1,
-                "BUDGET_EXCEEDED" => tool.budget_stops += 1,
-                "APPROVAL_EXPIRED" => tool.approvals.expired += 1,
+                "DUPLICATE_CALL" => tool.duplicates_refused += n,
+                "BUDGET_EXCEEDED" => tool.budget_stops += n,
+                "APPROVAL_EXPIRED" => tool.approvals.expired += n,
                 _ => {}
             }
-            *tool.outcomes.entry(outcome).or_default() += 1;
+            *tool.outcomes.entry(outcome).or_default() += n;
         }
     }
-    for (id, (seen, calls)) in turns {
-        if let Some(session) = stats.sessions.get_mut(&id) {
-            session.turns = seen.len() as u64;
-            session.calls_in_turns = calls;
-            session.calls_per_turn = (calls as f64 / seen.len() as f64 * 100.0).round() / 100.0;
-        }
-    }
-    for (name, tool) in &mut stats.tools {
+    for tool in stats.tools.values_mut() {
         let calls = tool.calls.max(1) as f64;
         tool.rates = tool
             .outcomes
             .iter()
             .map(|(outcome, n)| (outcome.clone(), (*n as f64 / calls * 1e4).round() / 1e4))
             .collect();
-        if let Some(taken) = samples.remove(name) {
-            tool.duration_us = Spread::of(taken.duration_us);
-            tool.fuel = Spread::of(taken.fuel);
-            tool.output_bytes = Spread::of(taken.output_bytes);
-        }
+    }
+    for rank in tallies.ranks {
+        let Some(tool) = stats.tools.get_mut(&rank.tool) else {
+            continue;
+        };
+        let spread = match rank.metric.as_str() {
+            "duration_us" => &mut tool.duration_us,
+            "fuel_used" => &mut tool.fuel,
+            _ => &mut tool.output_bytes,
+        };
+        spread.place(rank.value, rank.rank, rank.of);
+    }
+    for session in tallies.sessions {
+        let calls_per_turn = if session.turns == 0 {
+            0.0
+        } else {
+            (session.calls_in_turns as f64 / session.turns as f64 * 100.0).round() / 100.0
+        };
+        stats.sessions.insert(
+            session.session,
+            SessionStats {
+                calls: session.calls,
+                turns: session.turns,
+                calls_in_turns: session.calls_in_turns,
+                calls_per_turn,
+                longest_repeat: session.longest_repeat,
+            },
+        );
     }
     stats
 }
@@ -189,47 +162,68 @@ pub fn stats(records: &[Record]) -> Stats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::store::{AuditFilter, NewAuditRow, Store};
+    use serde_json::{Value, json};
+    use std::borrow::Cow;
 
-    fn record(session: &str, tool: &str, kind: &str, data: serde_json::Value) -> Record {
-        Record {
-            seq: 0,
-            ts_ms: 0,
-            call_id: "c".into(),
-            session: session.into(),
-            tool: tool.into(),
-            kind: kind.into(),
-            data,
-            hash: String::new(),
-        }
+    /// The report on `records` (session, tool, kind, data), counted by a
+    /// real SQLite store.
+    fn stats_of(records: &[(&str, &str, &str, Value)]) -> Stats {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), None).unwrap();
+        let rows: Vec<NewAuditRow> = records
+            .iter()
+            .map(|(session, tool, kind, data)| NewAuditRow {
+                ts_ms: 0,
+                call_id: "c".into(),
+                session: (*session).into(),
+                tool: (*tool).into(),
+                kind: Cow::Owned((*kind).to_owned()),
+                data: data.to_string(),
+            })
+            .collect();
+        store
+            .append(&rows, &|seq, _, _| seq.to_string(), &[])
+            .unwrap();
+        stats(store.audit_tallies(&AuditFilter::default()).unwrap())
     }
 
     #[test]
     fn percentiles_take_the_nearest_rank() {
-        assert_eq!(Spread::of(vec![]), Spread::default());
-        let spread = Spread::of((1..=100).rev().collect());
+        let ran = |us: u64| ("s", "t", "outcome", json!({ "duration_us": us }));
+        let hundred: Vec<_> = (1..=100).rev().map(ran).collect();
+        let spread = &stats_of(&hundred).tools["t"].duration_us;
         assert_eq!((spread.p50, spread.p95, spread.p99), (50, 95, 99));
-        let one = Spread::of(vec![7]);
+        let one = &stats_of(&[ran(7)]).tools["t"].duration_us;
         assert_eq!((one.p50, one.p99), (7, 7));
+        // Values that are not non-negative integers are not samples.
+        let odd = stats_of(&[
+            ran(3),
+            ("s", "t", "outcome", json!({ "duration_us": -4 })),
+            ("s", "t", "outcome", json!({ "duration_us": "9" })),
+            ("s", "t", "outcome", json!({ "duration_us": 2.5 })),
+        ]);
+        assert_eq!(odd.tools["t"].duration_us.p99, 3);
+        assert_eq!(odd.tools["t"].calls, 4);
     }
 
     #[test]
     fn outcomes_refusals_approvals_and_repeats_are_counted() {
-        let call = |digest: &str| record("s", "t", "call", json!({ "args_digest": digest }));
+        let call = |digest: &str| ("s", "t", "call", json!({ "args_digest": digest }));
         let ran = |us: u64| {
-            record(
+            (
                 "s",
                 "t",
                 "outcome",
                 json!({ "status": "ok", "code": null, "duration_us": us, "fuel_used": 10, "output_bytes": 3 }),
             )
         };
-        let refused = |code: &str| record("s", "t", "refused", json!({ "code": code }));
-        let records = vec![
+        let refused = |code: &str| ("s", "t", "refused", json!({ "code": code }));
+        let stats = stats_of(&[
             call("a"),
             ran(100),
             call("a"),
-            record(
+            (
                 "s",
                 "t",
                 "retried",
@@ -240,12 +234,13 @@ mod tests {
             refused("DUPLICATE_CALL"),
             call("b"),
             refused("BUDGET_EXCEEDED"),
-            record("s", "t", "approval_asked", json!({})),
-            record("", "t", "approval_decided", json!({ "approved": false })),
+            ("s", "t", "approval_asked", json!({})),
+            ("", "t", "approval_decided", json!({ "approved": false })),
+            ("", "t", "approval_decided", json!({ "approved": true })),
             call("b"),
             refused("APPROVAL_EXPIRED"),
-        ];
-        let stats = stats(&records);
+            ("s", "u", "policy", json!({})),
+        ]);
         let t = &stats.tools["t"];
         assert_eq!(t.calls, 5);
         assert_eq!(t.outcomes["ok"], 2);
@@ -255,12 +250,13 @@ mod tests {
             t.approvals,
             ApprovalStats {
                 asked: 1,
-                approved: 0,
+                approved: 1,
                 denied: 1,
                 expired: 1
             }
         );
         assert_eq!((t.duration_us.p50, t.duration_us.p99), (100, 300));
+        assert_eq!((t.fuel.p50, t.output_bytes.p99), (10, 3));
         assert_eq!(
             stats.sessions["s"],
             SessionStats {
@@ -271,27 +267,48 @@ mod tests {
                 longest_repeat: 3
             }
         );
+        // A tool with records but no ended call is listed, with nothing counted.
+        assert_eq!(stats.tools["u"].calls, 0);
+    }
+
+    #[test]
+    fn a_repeat_is_the_same_tool_with_the_same_arguments_in_one_session() {
+        let call = |session: &'static str, tool: &'static str| {
+            (session, tool, "call", json!({ "args_digest": "a" }))
+        };
+        let records = [
+            call("s", "t"),
+            call("other", "t"),
+            call("s", "t"),
+            call("s", "u"),
+            call("s", "u"),
+            call("s", "u"),
+            call("s", "t"),
+        ];
+        let stats = stats_of(&records);
+        assert_eq!(stats.sessions["s"].longest_repeat, 3);
+        assert_eq!(stats.sessions["other"].longest_repeat, 1);
     }
 
     #[test]
     fn calls_per_turn_count_only_calls_that_came_in_a_turn() {
         let in_turn = |turn: &str| {
-            record(
+            (
                 "s",
                 "t",
                 "call",
                 json!({ "args_digest": turn, "turn": turn }),
             )
         };
-        let alone = record("s", "t", "call", json!({ "args_digest": "x" }));
-        let records = vec![
+        let alone = ("s", "t", "call", json!({ "args_digest": "x" }));
+        let session = &stats_of(&[
             in_turn("1"),
             in_turn("1"),
             in_turn("1"),
             alone,
             in_turn("2"),
-        ];
-        let session = &stats(&records).sessions["s"];
+        ])
+        .sessions["s"];
         assert_eq!(
             (session.calls, session.turns, session.calls_in_turns),
             (5, 2, 4)

@@ -3,6 +3,7 @@
 //! the head file stays with each host.
 
 use super::head::Head;
+use super::tallies::{SQLITE_MATCHES, SQLITE_TREE, sqlite_args};
 use super::{ExecutionRow, Store, StoreError};
 use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
 use std::borrow::Cow;
@@ -348,29 +349,13 @@ impl Store {
         // through `compose`, and theirs, down the tree.
         let mut stmt = conn
             .prepare_cached(&format!(
-                "WITH RECURSIVE tree(id) AS (\
-                   SELECT ?3 WHERE ?3 IS NOT NULL \
-                   UNION SELECT a.call_id FROM audit a JOIN tree t \
-                     ON a.kind = 'call' AND json_extract(a.data, '$.parent') = t.id) \
+                "{SQLITE_TREE} \
                  SELECT seq, ts_ms, call_id, session, tool, kind, data, prev_hash, hash FROM audit \
-                 WHERE (?1 IS NULL OR ts_ms >= ?1) AND (?2 IS NULL OR tool = ?2) \
-                 AND (?3 IS NULL OR call_id IN (SELECT id FROM tree)) \
-                 AND (?5 IS NULL OR ts_ms < ?5) AND (?6 IS NULL OR session = ?6) \
-                 ORDER BY seq {order} LIMIT coalesce(?4, -1)"
+                 WHERE {SQLITE_MATCHES} ORDER BY seq {order} LIMIT coalesce(?4, -1)"
             ))
             .map_err(|e| self.error(e))?;
         let rows = stmt
-            .query_map(
-                params![
-                    filter.since_ms,
-                    filter.tool,
-                    filter.call_id,
-                    filter.limit,
-                    filter.until_ms,
-                    filter.session
-                ],
-                audit_row,
-            )
+            .query_map(sqlite_args(filter), audit_row)
             .map_err(|e| self.error(e))?;
         rows.collect::<Result<Vec<_>, _>>()
             .map_err(|e| self.error(e))

@@ -14,6 +14,7 @@ mod executions;
 mod head;
 mod keys;
 mod shared;
+mod tallies;
 
 pub use approvals::{ApprovalRow, ApprovalState, Binding, Consumed};
 pub use audit::{AuditFilter, AuditRow, Checkpoint, NewAuditRow};
@@ -21,6 +22,7 @@ pub use executions::{ExecutionGroup, ExecutionRow, SharedBudget};
 pub use head::{HEAD_FILE, Head};
 pub use keys::KeyState;
 pub use shared::{Copied, NewReservation, Shared, SharedError, SharedSettings, StoreSection};
+pub use tallies::{AuditTallies, CountRow, PERCENTILES, RankRow, SessionRow, nearest_rank};
 
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};

@@ -146,6 +146,13 @@ impl Shared {
         match *self {}
     }
 
+    pub fn audit_tallies(
+        &self,
+        _: &AuditFilter,
+    ) -> Result<crate::store::AuditTallies, SharedError> {
+        match *self {}
+    }
+
     pub fn session_executions(&self, _: &str) -> Result<Vec<ExecutionGroup>, SharedError> {
         match *self {}
     }

@@ -4,6 +4,7 @@
 //! it commits, whichever host appends.
 
 use super::executions::{RELEASE, execution_group};
+use super::tallies::{MATCHES, TREE, args};
 use super::{Connection, Shared, SharedError, wait};
 use crate::store::ExecutionRow;
 use crate::store::audit::{AuditFilter, AuditRow, Checkpoint, GENESIS, NewAuditRow};
@@ -155,24 +156,10 @@ impl Shared {
         let order = if filter.newest_first { "DESC" } else { "ASC" };
         let rows = wait(client.query(
             &format!(
-                "WITH RECURSIVE tree(id) AS (\
-                   SELECT $3::TEXT WHERE $3::TEXT IS NOT NULL \
-                   UNION SELECT a.call_id FROM audit a JOIN tree t \
-                     ON a.kind = 'call' AND (a.data::jsonb ->> 'parent') = t.id) \
-                 SELECT {AUDIT_COLUMNS} FROM audit \
-                 WHERE ($1::BIGINT IS NULL OR ts_ms >= $1) AND ($2::TEXT IS NULL OR tool = $2) \
-                 AND ($3::TEXT IS NULL OR call_id IN (SELECT id FROM tree)) \
-                 AND ($5::BIGINT IS NULL OR ts_ms < $5) AND ($6::TEXT IS NULL OR session = $6) \
-                 ORDER BY seq {order} LIMIT $4::BIGINT"
+                "{TREE} SELECT {AUDIT_COLUMNS} FROM audit \
+                 WHERE {MATCHES} ORDER BY seq {order} LIMIT $4::BIGINT"
             ),
-            &[
-                &filter.since_ms,
-                &filter.tool,
-                &filter.call_id,
-                &filter.limit,
-                &filter.until_ms,
-                &filter.session,
-            ],
+            &args(filter),
         ))?;
         rows.iter().map(audit_row).collect()
     }

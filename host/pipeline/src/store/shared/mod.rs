@@ -41,6 +41,8 @@ mod request_states;
 mod schema;
 #[cfg(feature = "postgres")]
 mod settings;
+#[cfg(feature = "postgres")]
+mod tallies;
 
 #[cfg(not(feature = "postgres"))]
 mod absent;
