@@ -3,7 +3,6 @@
 //! the head file stays with each host.
 
 use super::head::Head;
-use super::tallies::{SQLITE_MATCHES, SQLITE_TREE, sqlite_args};
 use super::{ExecutionRow, Store, StoreError};
 use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
 use std::borrow::Cow;
@@ -68,6 +67,29 @@ pub struct AuditFilter {
     /// The newest records first (and `limit` keeps the newest); chain
     /// order otherwise.
     pub newest_first: bool,
+}
+
+/// The filter in SQLite, over the parameters since (?1), tool (?2), call id
+/// (?3), limit (?4), until (?5) and session (?6): the tree of calls under a
+/// call, then the condition a record of the selection meets.
+pub(super) const SQLITE_TREE: &str = "WITH RECURSIVE tree(id) AS (\
+       SELECT ?3 WHERE ?3 IS NOT NULL \
+       UNION SELECT a.call_id FROM audit a JOIN tree t \
+         ON a.kind = 'call' AND json_extract(a.data, '$.parent') = t.id)";
+pub(super) const SQLITE_MATCHES: &str = "(?1 IS NULL OR ts_ms >= ?1) AND (?2 IS NULL OR tool = ?2) \
+     AND (?3 IS NULL OR call_id IN (SELECT id FROM tree)) \
+     AND (?5 IS NULL OR ts_ms < ?5) AND (?6 IS NULL OR session = ?6)";
+
+/// The parameters of [`SQLITE_TREE`] and [`SQLITE_MATCHES`], in order.
+pub(super) fn sqlite_args(filter: &AuditFilter) -> [&dyn rusqlite::ToSql; 6] {
+    [
+        &filter.since_ms,
+        &filter.tool,
+        &filter.call_id,
+        &filter.limit,
+        &filter.until_ms,
+        &filter.session,
+    ]
 }
 
 impl Store {

@@ -8,7 +8,7 @@
 //! The queries are written once here for both databases; a [`Dialect`]
 //! says how each reads a field of a record's JSON.
 
-use super::audit::AuditFilter;
+use super::audit::{AuditFilter, SQLITE_MATCHES, SQLITE_TREE, sqlite_args};
 use super::{Store, StoreError};
 
 /// A count of records of one tool, by kind (`None`: a kind the report does
@@ -136,29 +136,6 @@ pub(super) fn queries(d: &Dialect, filter: &AuditFilter) -> [String; 3] {
         turn = (d.text)("turn"),
     );
     [counts, ranks, sessions]
-}
-
-/// The filter in SQLite, over the parameters since (?1), tool (?2), call id
-/// (?3), limit (?4), until (?5) and session (?6): the tree of calls under a
-/// call, then the condition a record of the selection meets.
-pub(super) const SQLITE_TREE: &str = "WITH RECURSIVE tree(id) AS (\
-       SELECT ?3 WHERE ?3 IS NOT NULL \
-       UNION SELECT a.call_id FROM audit a JOIN tree t \
-         ON a.kind = 'call' AND json_extract(a.data, '$.parent') = t.id)";
-pub(super) const SQLITE_MATCHES: &str = "(?1 IS NULL OR ts_ms >= ?1) AND (?2 IS NULL OR tool = ?2) \
-     AND (?3 IS NULL OR call_id IN (SELECT id FROM tree)) \
-     AND (?5 IS NULL OR ts_ms < ?5) AND (?6 IS NULL OR session = ?6)";
-
-/// The parameters of [`SQLITE_TREE`] and [`SQLITE_MATCHES`], in order.
-pub(super) fn sqlite_args(filter: &AuditFilter) -> [&dyn rusqlite::ToSql; 6] {
-    [
-        &filter.since_ms,
-        &filter.tool,
-        &filter.call_id,
-        &filter.limit,
-        &filter.until_ms,
-        &filter.session,
-    ]
 }
 
 const SQLITE: Dialect = Dialect {

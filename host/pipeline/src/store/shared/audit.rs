@@ -4,7 +4,6 @@
 //! it commits, whichever host appends.
 
 use super::executions::{RELEASE, execution_group};
-use super::tallies::{MATCHES, TREE, args};
 use super::{Connection, Shared, SharedError, wait};
 use crate::store::ExecutionRow;
 use crate::store::audit::{AuditFilter, AuditRow, Checkpoint, GENESIS, NewAuditRow};
@@ -26,6 +25,29 @@ const INSERT_EXECUTION: &str = "INSERT INTO executions \
     (session, tool, args_digest, duration_us, ts_ms) VALUES ($1, $2, $3, $4, $5)";
 
 const AUDIT_COLUMNS: &str = "seq, ts_ms, call_id, session, tool, kind, data, prev_hash, hash";
+
+/// The filter in PostgreSQL, over the parameters since ($1), tool ($2),
+/// call id ($3), limit ($4), until ($5) and session ($6): the tree of calls
+/// under a call, then the condition a record of the selection meets.
+pub(super) const TREE: &str = "WITH RECURSIVE tree(id) AS (\
+       SELECT $3::TEXT WHERE $3::TEXT IS NOT NULL \
+       UNION SELECT a.call_id FROM audit a JOIN tree t \
+         ON a.kind = 'call' AND (a.data::jsonb ->> 'parent') = t.id)";
+pub(super) const MATCHES: &str = "($1::BIGINT IS NULL OR ts_ms >= $1) AND ($2::TEXT IS NULL OR tool = $2) \
+     AND ($3::TEXT IS NULL OR call_id IN (SELECT id FROM tree)) \
+     AND ($5::BIGINT IS NULL OR ts_ms < $5) AND ($6::TEXT IS NULL OR session = $6)";
+
+/// The parameters of [`TREE`] and [`MATCHES`], in order.
+pub(super) fn args(filter: &AuditFilter) -> [&(dyn ToSql + Sync); 6] {
+    [
+        &filter.since_ms,
+        &filter.tool,
+        &filter.call_id,
+        &filter.limit,
+        &filter.until_ms,
+        &filter.session,
+    ]
+}
 
 impl Shared {
     /// Appends `rows` chained after the chain's tail, and `executions`, in

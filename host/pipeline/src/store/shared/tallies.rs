@@ -1,33 +1,10 @@
 //! `audit stats`' tallies in PostgreSQL: the queries of `store/tallies.rs`
 //! in its dialect.
 
+use super::audit::{MATCHES, TREE, args};
 use super::{Shared, SharedError, wait};
 use crate::store::audit::AuditFilter;
 use crate::store::tallies::{AuditTallies, CountRow, Dialect, RankRow, SessionRow, queries};
-use tokio_postgres::types::ToSql;
-
-/// The filter in PostgreSQL, over the parameters since ($1), tool ($2),
-/// call id ($3), limit ($4), until ($5) and session ($6): the tree of calls
-/// under a call, then the condition a record of the selection meets.
-pub(super) const TREE: &str = "WITH RECURSIVE tree(id) AS (\
-       SELECT $3::TEXT WHERE $3::TEXT IS NOT NULL \
-       UNION SELECT a.call_id FROM audit a JOIN tree t \
-         ON a.kind = 'call' AND (a.data::jsonb ->> 'parent') = t.id)";
-pub(super) const MATCHES: &str = "($1::BIGINT IS NULL OR ts_ms >= $1) AND ($2::TEXT IS NULL OR tool = $2) \
-     AND ($3::TEXT IS NULL OR call_id IN (SELECT id FROM tree)) \
-     AND ($5::BIGINT IS NULL OR ts_ms < $5) AND ($6::TEXT IS NULL OR session = $6)";
-
-/// The parameters of [`TREE`] and [`MATCHES`], in order.
-pub(super) fn args(filter: &AuditFilter) -> [&(dyn ToSql + Sync); 6] {
-    [
-        &filter.since_ms,
-        &filter.tool,
-        &filter.call_id,
-        &filter.limit,
-        &filter.until_ms,
-        &filter.session,
-    ]
-}
 
 const POSTGRES: Dialect = Dialect {
     selection: |order, limited| {
