@@ -11,6 +11,7 @@
 mod chain;
 mod cut;
 mod event;
+mod head_pace;
 mod redact;
 mod section;
 pub mod segment;

@@ -32,15 +32,16 @@
 //! When nothing else wants the CPU it runs as fast as before; when calls
 //! saturate every core, the bound makes them wait for it.
 
+use super::head_pace::HeadKeeper;
 use super::{Event, Subject, record_hash};
 use crate::audit::Redactor;
 use crate::store::{ExecutionRow, Head, NewAuditRow, Store, StoreError, now_ms};
 use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Jobs one transaction takes at most; more wait for the next one.
 const MAX_BATCH: usize = 4096;
@@ -407,63 +408,4 @@ fn run_when_idle() -> std::io::Result<()> {
         }
     }
     Ok(())
-}
-
-/// With batched commits, the head file is written at most this often (and
-/// when the writer falls idle or stops): writing it is a rename, which cost
-/// as much as a third of the writer's work when it followed every commit.
-const HEAD_EVERY: Duration = Duration::from_millis(50);
-
-/// When the audit head file follows the commits: after each one when calls
-/// wait for their commit, otherwise at most every [`HEAD_EVERY`] (an idle
-/// writer writes the last head once that time is up; see `store/head.rs`).
-struct HeadKeeper<'a> {
-    store: &'a Store,
-    spaced: bool,
-    pending: Option<Head>,
-    written: Instant,
-}
-
-impl<'a> HeadKeeper<'a> {
-    fn new(store: &'a Store, spaced: bool) -> Self {
-        HeadKeeper {
-            store,
-            spaced,
-            pending: None,
-            written: Instant::now(),
-        }
-    }
-
-    /// The next job, waiting for one as long as it takes; a pending head is
-    /// written when its time comes while the writer waits.
-    fn next_job(&mut self, receiver: &Receiver<Job>) -> Option<Job> {
-        loop {
-            if self.pending.is_none() {
-                return receiver.recv().ok();
-            }
-            let due = HEAD_EVERY.saturating_sub(self.written.elapsed());
-            match receiver.recv_timeout(due) {
-                Ok(job) => return Some(job),
-                Err(RecvTimeoutError::Disconnected) => return None,
-                Err(RecvTimeoutError::Timeout) => self.write_pending(),
-            }
-        }
-    }
-
-    /// A commit appended up to `head` (`None`: no rows).
-    fn committed(&mut self, head: Option<Head>) {
-        if let Some(head) = head {
-            self.pending = Some(head);
-        }
-        if !self.spaced || self.written.elapsed() >= HEAD_EVERY {
-            self.write_pending();
-        }
-    }
-
-    fn write_pending(&mut self) {
-        if let Some(head) = self.pending.take() {
-            self.store.advance_head_or_warn(&head);
-            self.written = Instant::now();
-        }
-    }
 }

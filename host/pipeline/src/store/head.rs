@@ -2,7 +2,7 @@
 //! state directory holds how many records the chain has and the hash of the
 //! last one, replaced atomically (write, then rename) after commits: after
 //! each one when every call waits for its commit; with batched commits at
-//! most every `HEAD_EVERY` (audit/writer.rs), the last one at the latest
+//! most every `HEAD_EVERY` (audit/head_pace.rs), the last one at the latest
 //! that long after its commit, and when the writer stops (a rename per
 //! commit cost the writer as much as a third of its work).
 //!
