@@ -1,15 +1,19 @@
-//! The floor: a fresh pooled instance of the `calc` component per call with
-//! plain wasmtime and none of the host around it, on two engines (see
-//! [`Engine`]) and through both of wasmtime's APIs.
+//! The floor: a fresh pooled instance of a plugin per call with plain
+//! wasmtime and none of the host around it, on two engines (see [`Engine`])
+//! and through both of wasmtime's APIs.
 //!
 //! A [`Floor`] is set up once (engine, compiled component, linker) and then
 //! called one call at a time, so that the benchmark can interleave floor
-//! calls with governed calls and both see the same machine.
+//! calls with governed calls and both see the same machine. A tool that
+//! reads files gets the workspace preopened read-only, per call, as the
+//! host does: its floor then moves with this machine's file system calls,
+//! which a governed figure alone cannot tell from a regression.
 
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use wasmtime::Store;
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
-use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 mod sync {
     wasmtime::component::bindgen!({ path: "../wit", world: "plugin" });
@@ -80,9 +84,19 @@ fn engine(kind: Engine) -> wasmtime::Engine {
     wasmtime::Engine::new(&config).expect("engine")
 }
 
-fn store(engine: &wasmtime::Engine) -> Store<State> {
+/// Where the guest finds the workspace, as in the host.
+const GUEST_WORKSPACE: &str = "/workspace";
+
+fn store(engine: &wasmtime::Engine, workspace: Option<&Path>) -> Store<State> {
+    let mut ctx = WasiCtxBuilder::new();
+    // As the host: file reads run inline on the calling thread.
+    ctx.allow_blocking_current_thread(true);
+    if let Some(dir) = workspace {
+        ctx.preopened_dir(dir, GUEST_WORKSPACE, FsPerms::ReadOnly)
+            .expect("preopen the workspace");
+    }
     let state = State {
-        ctx: WasiCtxBuilder::new().build(),
+        ctx: ctx.build(),
         table: ResourceTable::new(),
     };
     let mut store = Store::new(engine, state);
@@ -91,7 +105,15 @@ fn store(engine: &wasmtime::Engine) -> Store<State> {
     store
 }
 
-const ARGS: &str = r#"{"op":"mul","a":6,"b":7}"#;
+/// One tool call a floor makes, and a piece of its answer that shows it
+/// worked.
+pub struct Job {
+    pub tool: &'static str,
+    pub args: &'static str,
+    pub answer_contains: &'static str,
+    /// Preopened read-only for the guest when the tool reads files.
+    pub workspace: Option<PathBuf>,
+}
 
 /// A linked component for one of wasmtime's APIs, and the context of the
 /// call made into it (built once: it is not part of the floor).
@@ -106,10 +128,11 @@ enum Pre {
     ),
 }
 
-/// A compiled, linked `calc`, ready to be instantiated once per call.
+/// A compiled, linked plugin, ready to be instantiated once per call.
 pub struct Floor {
     engine: wasmtime::Engine,
     pre: Pre,
+    job: Job,
 }
 
 /// Which of wasmtime's APIs a floor uses.
@@ -121,9 +144,9 @@ pub enum Api {
 }
 
 impl Floor {
-    pub fn new(wasm: &[u8], kind: Engine, api: Api) -> Floor {
+    pub fn new(wasm: &[u8], kind: Engine, api: Api, job: Job) -> Floor {
         let engine = engine(kind);
-        let component = Component::new(&engine, wasm).expect("compile calc");
+        let component = Component::new(&engine, wasm).expect("compile the plugin");
         let mut linker = Linker::new(&engine);
         let pre = match api {
             Api::Sync => {
@@ -134,7 +157,7 @@ impl Floor {
                 let ctx = sync::exports::toolwarden::tool::tool::CallContext {
                     call_id: "bench".into(),
                     session_id: "bench".into(),
-                    workspace: None,
+                    workspace: job.workspace.as_ref().map(|_| GUEST_WORKSPACE.into()),
                 };
                 Pre::Sync(sync::PluginPre::new(pre).expect("pre"), ctx)
             }
@@ -149,24 +172,30 @@ impl Floor {
                 let ctx = asynchronous::exports::toolwarden::tool::tool::CallContext {
                     call_id: "bench".into(),
                     session_id: "bench".into(),
-                    workspace: None,
+                    workspace: job.workspace.as_ref().map(|_| GUEST_WORKSPACE.into()),
                 };
                 Pre::Async(asynchronous::PluginPre::new(pre).expect("pre"), ctx)
             }
         };
-        Floor { engine, pre }
+        Floor { engine, pre, job }
     }
 
     /// One instantiate + `invoke` + drop, timed.
     pub async fn call(&self) -> Duration {
         let started = Instant::now();
-        let mut store = store(&self.engine);
+        let Job {
+            tool,
+            args,
+            answer_contains,
+            ref workspace,
+        } = self.job;
+        let mut store = store(&self.engine, workspace.as_deref());
         let value = match &self.pre {
             Pre::Sync(pre, ctx) => {
                 let plugin = pre.instantiate(&mut store).expect("instantiate");
                 plugin
                     .toolwarden_tool_tool()
-                    .call_invoke(&mut store, "calc", ARGS, ctx)
+                    .call_invoke(&mut store, tool, args, ctx)
                     .expect("call")
                     .map(|out| out.value)
                     .map_err(drop)
@@ -178,7 +207,7 @@ impl Floor {
                     .expect("instantiate");
                 plugin
                     .toolwarden_tool_tool()
-                    .call_invoke(&mut store, "calc", ARGS, ctx)
+                    .call_invoke(&mut store, tool, args, ctx)
                     .await
                     .expect("call")
                     .map(|out| out.value)
@@ -187,7 +216,7 @@ impl Floor {
         };
         drop(store);
         let elapsed = started.elapsed();
-        assert!(value.is_ok_and(|v| v.contains("42")));
+        assert!(value.is_ok_and(|v| v.contains(answer_contains)));
         elapsed
     }
 }

@@ -70,20 +70,6 @@ pub(crate) async fn governed_call(host: &Controller, tool: &str, args: &str) -> 
     elapsed
 }
 
-/// `n` governed calls from one task awaiting call after call.
-pub(crate) fn governed_calls(host: &Controller, tool: &str, args: &str, n: usize) -> Vec<Duration> {
-    runtime().block_on(async {
-        for _ in 0..n / 10 {
-            governed_call(host, tool, args).await;
-        }
-        let mut samples = Vec::with_capacity(n);
-        for _ in 0..n {
-            samples.push(governed_call(host, tool, args).await);
-        }
-        samples
-    })
-}
-
 /// Waits until the audit writer has committed every queued record, so its
 /// work does not land in the next row's figures.
 pub(crate) fn settle(host: &Controller) {

@@ -2,27 +2,36 @@
 //! wasmtime, throughput on every core, startup, batches and memory with
 //! calls in flight.
 
-use crate::bare::{Api, Engine, Floor};
-use crate::host::{
-    Host, Rss, Until, governed_call, governed_calls, peak_rss_during, runtime, throughput,
-};
-use crate::summary::{round, summarize};
+use crate::bare::{Api, Engine, Floor, Job};
+use crate::host::{Host, Rss, Until, governed_call, peak_rss_during, runtime, throughput};
+use crate::summary::{Summary, round, summarize};
 use crate::{CALC_ARGS, READ_ARGS, ROUND};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use toolwarden::{CallRequest, Controller, Status, Tracing};
-use toolwarden_tests::{CALC, numbered_plugins};
+use toolwarden_tests::{CALC, FS, numbered_plugins};
 
-pub(crate) fn floor_rows(controller: &Controller, scale: usize, out: &mut Map<String, Value>) {
+pub(crate) fn floor_rows(
+    controller: &Controller,
+    workspace: &std::path::Path,
+    scale: usize,
+    out: &mut Map<String, Value>,
+) {
     let calc_wasm = std::fs::read(CALC).expect("calc plugin (build the tests crate first)");
+    let calc = || Job {
+        tool: "calc",
+        args: CALC_ARGS,
+        answer_contains: "42",
+        workspace: None,
+    };
     let floors = [
-        Floor::new(&calc_wasm, Engine::Pooling, Api::Sync),
-        Floor::new(&calc_wasm, Engine::Pooling, Api::Async),
-        Floor::new(&calc_wasm, Engine::Tuned, Api::Sync),
-        Floor::new(&calc_wasm, Engine::Tuned, Api::Async),
+        Floor::new(&calc_wasm, Engine::Pooling, Api::Sync, calc()),
+        Floor::new(&calc_wasm, Engine::Pooling, Api::Async, calc()),
+        Floor::new(&calc_wasm, Engine::Tuned, Api::Sync, calc()),
+        Floor::new(&calc_wasm, Engine::Tuned, Api::Async, calc()),
     ];
-    let mut samples = interleaved(controller, &floors, 5000 * scale).into_iter();
+    let mut samples = interleaved(controller, &floors, "calc", CALC_ARGS, 5000 * scale).into_iter();
     let mut next = || summarize(samples.next().expect("one set of samples per kind"));
     let (bare, bare_async, tuned, tuned_async, governed) = (next(), next(), next(), next(), next());
     bare.line("1. bare wasmtime: instantiate + call + drop (calc)");
@@ -31,7 +40,7 @@ pub(crate) fn floor_rows(controller: &Controller, scale: usize, out: &mut Map<St
     tuned_async.line("   the same on the host's tuned engine, async");
     governed.line("2. governed pipeline, in-process, audit on (calc)");
     println!("   (rows 1 and 2 interleaved in rounds of {ROUND} calls)");
-    print_steps(controller);
+    print_steps(controller, "calc", CALC_ARGS);
     let ratio = governed.median_us / bare.median_us;
     println!("3. governed / bare (medians)                                {ratio:>9.2}x");
     // The tuned engine is the stricter floor: what governance adds on top
@@ -44,13 +53,15 @@ pub(crate) fn floor_rows(controller: &Controller, scale: usize, out: &mut Map<St
     println!(
         "   governed / the tuned engine, sync API / async API       {over_tuned:>9.2}x / {over_tuned_async:.2}x   governance adds {added:.1} µs"
     );
-    let read = summarize(governed_calls(
-        controller,
-        "read_file",
-        READ_ARGS,
-        2000 * scale,
-    ));
+    let (read, bare_read) = read_file_floor(controller, workspace, scale);
     read.line("   governed read_file of a small file");
+    bare_read.line("   bare read_file on the tuned engine, async");
+    let read_ratio = read.median_us / bare_read.median_us;
+    println!(
+        "   governed read_file / bare                                {read_ratio:>9.2}x   governance adds {:.1} µs",
+        read.median_us - bare_read.median_us
+    );
+    print_steps(controller, "read_file", READ_ARGS);
     out.insert("bare".into(), bare.json());
     out.insert("bare_async".into(), bare_async.json());
     out.insert("bare_tuned".into(), tuned.json());
@@ -70,14 +81,53 @@ pub(crate) fn floor_rows(controller: &Controller, scale: usize, out: &mut Map<St
         json!(round(ratio * 100.0) / 100.0),
     );
     out.insert("governed_read_file".into(), read.json());
+    out.insert("bare_tuned_async_read_file".into(), bare_read.json());
+    out.insert(
+        "governed_read_file_over_tuned_async_ratio".into(),
+        json!(round(read_ratio * 100.0) / 100.0),
+    );
 }
 
-/// Rows 1 and 2: `n` calls of each floor and `n` governed `calc` calls,
+/// Governed `read_file` and its floor, interleaved: a small file's read
+/// is mostly the kernel's file system calls, whose cost on this VM moved
+/// by half between days with no change to the code (the bisect of #49),
+/// so only the ratio compares across days.
+fn read_file_floor(
+    controller: &Controller,
+    workspace: &std::path::Path,
+    scale: usize,
+) -> (Summary, Summary) {
+    let fs_wasm = std::fs::read(FS).expect("fs plugin (build the tests crate first)");
+    let floor = Floor::new(
+        &fs_wasm,
+        Engine::Tuned,
+        Api::Async,
+        Job {
+            tool: "read_file",
+            args: READ_ARGS,
+            answer_contains: "hello, governed world",
+            workspace: Some(workspace.to_owned()),
+        },
+    );
+    let mut samples =
+        interleaved(controller, &[floor], "read_file", READ_ARGS, 2000 * scale).into_iter();
+    let mut next = || summarize(samples.next().expect("floor and governed samples"));
+    let bare = next();
+    (next(), bare)
+}
+
+/// `n` calls of each floor and `n` governed calls of `tool` on `args`,
 /// interleaved in rounds of [`ROUND`]. This VM's speed drifts by tens of
 /// percent from one minute to the next; measured one after the other, that
 /// drift would land in the ratio. Returns the floors' samples in the order
 /// of `floors`, then the governed ones.
-fn interleaved(host: &Controller, floors: &[Floor], n: usize) -> Vec<Vec<Duration>> {
+fn interleaved(
+    host: &Controller,
+    floors: &[Floor],
+    tool: &str,
+    args: &str,
+    n: usize,
+) -> Vec<Vec<Duration>> {
     runtime().block_on(async {
         let mut samples = vec![Vec::with_capacity(n); floors.len() + 1];
         for round in 0..=n / ROUND {
@@ -92,7 +142,7 @@ fn interleaved(host: &Controller, floors: &[Floor], n: usize) -> Vec<Vec<Duratio
                 }
             }
             for _ in 0..ROUND {
-                let sample = governed_call(host, "calc", CALC_ARGS).await;
+                let sample = governed_call(host, tool, args).await;
                 if keep {
                     samples[floors.len()].push(sample);
                 }
@@ -104,12 +154,12 @@ fn interleaved(host: &Controller, floors: &[Floor], n: usize) -> Vec<Vec<Duratio
 
 /// Where a governed call's time goes: the median of each pipeline step
 /// over traced calls (tracing itself adds a little).
-fn print_steps(host: &Controller) {
+fn print_steps(host: &Controller, tool: &str, args: &str) {
     let rt = runtime();
     let mut steps: Vec<(&'static str, Vec<u64>)> = Vec::new();
     let mut totals = Vec::new();
     for _ in 0..2000 {
-        let mut request = CallRequest::new("calc", CALC_ARGS);
+        let mut request = CallRequest::new(tool, args);
         request.tracing = Tracing::Steps;
         let result = rt.block_on(host.handle(request));
         totals.push(result.duration_us);

@@ -113,7 +113,7 @@ fn main() {
     drop(host.controller());
     let controller = Arc::new(host.controller());
     if want(1) || want(2) || want(3) {
-        in_process::floor_rows(&controller, scale, &mut out);
+        in_process::floor_rows(&controller, &host.workspace, scale, &mut out);
     }
     if want(4) {
         in_process::throughput_row(&controller, cores, &mut out);
