@@ -67,7 +67,7 @@ fn audit_text(host: &Controller) -> String {
 }
 
 #[test]
-fn a_credential_a_server_echoes_is_masked_in_the_value_text_blocks_and_progress() {
+fn a_credential_a_server_echoes_is_masked_in_the_value_text_blocks_progress_and_log_lines() {
     let bound = WebServer::start();
     let t = host_for(&bound);
     let host = t.controller();
@@ -76,13 +76,18 @@ fn a_credential_a_server_echoes_is_masked_in_the_value_text_blocks_and_progress(
         "net_probe_keyed",
         json!({
             "url": bound.url("/echo"),
-            "leak_via": ["text", "image", "resource", "progress"],
+            "leak_via": ["text", "image", "resource", "progress", "log"],
         })
         .to_string(),
     );
     let seen = Arc::clone(&reported);
     request.progress = Some(toolwarden::ProgressSink::new(move |p| {
         seen.lock().unwrap().push(p.message.unwrap_or_default());
+    }));
+    let logged = Arc::new(Mutex::new(Vec::new()));
+    let lines = Arc::clone(&logged);
+    request.log = Some(toolwarden::LogSink::new(move |line| {
+        lines.lock().unwrap().push(line.text);
     }));
     let r = runtime().block_on(host.handle(request));
     assert_eq!(r.status, Status::Ok, "{r:#?}");
@@ -106,12 +111,18 @@ fn a_credential_a_server_echoes_is_masked_in_the_value_text_blocks_and_progress(
         })
         .expect("the image block is there");
     assert!(image.contains(MASK), "{image}");
+    let logged = logged.lock().unwrap().join("\n");
+    assert!(
+        logged.contains(MASK),
+        "the log line is passed on, masked: {logged}"
+    );
     for (what, text) in [
         ("the value", value.to_string()),
         ("the text", r.content.clone().unwrap_or_default()),
         ("the blocks", blocks),
         ("the image", image),
         ("the progress", reported.lock().unwrap().join("\n")),
+        ("the log lines", logged),
         ("the audit", audit_text(&host)),
     ] {
         assert_no_secret(what, &text);

@@ -347,6 +347,34 @@ fn the_network_is_closed_to_every_plugin() {
     );
 }
 
+/// Empty lines cost nothing of the log's byte budget; each costs a line's
+/// share of it, so a client that asked for log lines gets a bounded number.
+#[test]
+fn a_flood_of_empty_log_lines_is_cut_not_forwarded_whole() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    let (_t, host) = hostile_host("", SandboxMode::ReadOnly);
+    let lines = Arc::new(AtomicUsize::new(0));
+    let levels = Arc::new(Mutex::new(std::collections::BTreeSet::new()));
+    let (counted, seen) = (Arc::clone(&lines), Arc::clone(&levels));
+    let mut request = toolwarden::CallRequest::new("hostile_log_flood", r#"{"n":200000}"#);
+    request.log = Some(toolwarden::LogSink::new(move |line| {
+        counted.fetch_add(1, Ordering::Relaxed);
+        seen.lock().unwrap().insert(line.level);
+    }));
+    let r = crate::harness::runtime().block_on(host.handle(request));
+    assert_eq!(r.status, toolwarden::Status::Ok, "{r:#?}");
+    assert_eq!(r.value.unwrap()["result"], 200_000);
+    let lines = lines.load(Ordering::Relaxed);
+    assert_eq!(lines, 1024, "64 KiB at 64 bytes a line");
+    assert_eq!(
+        *levels.lock().unwrap(),
+        [toolwarden::LogLevel::Error].into(),
+        "passed on at the level logged"
+    );
+    assert_still_serves(&host);
+}
+
 /// Regression for issue #17: every one of a plugin's progress reports
 /// reached the client, growing the server by hundreds of MiB and holding
 /// the answer up well past the deadline.

@@ -17,7 +17,9 @@
 //! approval's id, and once a person approves it the same call, repeated on
 //! the same connection, runs once. A tool's question (`ask`) is asked the
 //! same ways (see `questions`). A plugin's `progress` becomes
-//! `notifications/progress`; `notifications/cancelled` stops the call. For
+//! `notifications/progress`, and its `log` lines `notifications/message`
+//! for a client that set a log level (see `reports`);
+//! `notifications/cancelled` stops the call. For
 //! clients that declared the tasks extension, a call that outlasts a moment
 //! goes on as a task (see `tasks`); a 2025-11-25 client may ask for one
 //! (see `task_requests`).
@@ -33,6 +35,7 @@ mod convert;
 mod http;
 mod input;
 mod questions;
+mod reports;
 mod roots;
 mod running;
 mod stdio;
@@ -48,7 +51,7 @@ use toolwarden::{
 };
 use toolwarden_web as web_origin;
 
-use running::progress_forwarder;
+use reports::{log_forwarder, progress_forwarder};
 
 pub use http::{Exposure, HttpOptions};
 pub use roots::Refusal;
@@ -93,6 +96,8 @@ pub struct Server {
     /// The profile the operator gave the server (`serve --profile`); when
     /// set, what a request declares in `_meta` does not count.
     profile: Option<Arc<str>>,
+    /// The log level the session's client set (`logging/setLevel`).
+    log_level: reports::LogLevel,
 }
 
 /// The `_meta` key a request declares its session's profile with.
@@ -138,6 +143,7 @@ impl Server {
             calls,
             waiting: None,
             profile,
+            log_level: reports::LogLevel::default(),
         }
     }
 
@@ -241,12 +247,14 @@ impl Server {
 }
 
 /// What the server tells a client in its `initialize` answer.
+#[allow(deprecated)] // logging: see `reports`
 fn server_info() -> ServerConfig {
     ServerConfig::new(
         ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
             .enable_tasks()
+            .enable_logging()
             .build(),
     )
     .with_server_info(Implementation::new("toolwarden", env!("CARGO_PKG_VERSION")))
@@ -330,6 +338,8 @@ impl ServerHandler for Server {
         }
         let (progress, forwarder) = progress_forwarder(&cx).unzip();
         request.progress = progress;
+        let (log, log_forwarder) = log_forwarder(&cx, &self.log_level, &request.tool).unzip();
+        request.log = log;
         // Boxed like the elicitation below, and only for clients that
         // declared the extension: the wait for a task is rare and its
         // future large, and every other call skips the allocation.
@@ -367,10 +377,21 @@ impl ServerHandler for Server {
             result = Box::pin(self.ask_the_person(&cx, &mut request, result)).await;
         }
         drop(request);
-        if let Some(forwarder) = forwarder {
+        for forwarder in [forwarder, log_forwarder].into_iter().flatten() {
             let _ = forwarder.await;
         }
         Ok(asked.unwrap_or_else(|| convert::result(result).into()))
+    }
+
+    /// Which of its plugins' log lines this session's client gets.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.log_level.set(request.level);
+        Ok(())
     }
 
     async fn on_custom_request(

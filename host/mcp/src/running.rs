@@ -1,13 +1,11 @@
 //! Running one `tools/call` for a connection: its first poll on the
-//! connection's thread, the rest on the calls' runtime, cancellation when
-//! the client or the transport gives up, and the call's progress forwarded
-//! in order before its answer.
+//! connection's thread, the rest on the calls' runtime, and cancellation
+//! when the client or the transport gives up.
 
 use super::Server;
-use crate::call::{CallRequest, CancelToken, Progress, ProgressSink};
+use crate::call::{CallRequest, CancelToken};
 use crate::outcome::{CallResult, ErrorCode};
 use rmcp::RoleServer;
-use rmcp::model::ProgressNotificationParam;
 use rmcp::service::RequestContext;
 use std::future::Future;
 use std::sync::Arc;
@@ -152,40 +150,4 @@ impl Drop for StopOnDrop {
     fn drop(&mut self) {
         self.stop();
     }
-}
-
-/// Progress notifications waiting for one slow client, per call.
-const PROGRESS_QUEUE: usize = 64;
-
-/// Forwards a call's progress reports to the client, in order. The caller
-/// awaits the returned task after the call, so every notification is sent
-/// before the response (a client drops progress for a finished request).
-pub(super) fn progress_forwarder(
-    cx: &RequestContext<RoleServer>,
-) -> Option<(ProgressSink, tokio::task::JoinHandle<()>)> {
-    let token = cx.meta.get_progress_token()?;
-    let peer = cx.peer.clone();
-    // Bounded: the sandbox already lets through at most a report every
-    // few milliseconds, and a client that reads slower than that loses
-    // reports rather than holding the call's answer (or the host's memory).
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<Progress>(PROGRESS_QUEUE);
-    let forwarder = tokio::spawn(async move {
-        while let Some(p) = rx.recv().await {
-            let mut param = ProgressNotificationParam::new(token.clone(), p.done as f64);
-            if let Some(total) = p.total {
-                param = param.with_total(total as f64);
-            }
-            if let Some(message) = p.message {
-                param = param.with_message(message);
-            }
-            if let Err(e) = peer.notify_progress(param).await {
-                tracing::debug!("cannot send a progress notification: {e}");
-            }
-        }
-    });
-    let sink = ProgressSink::new(move |p| {
-        // Full: the client is behind, and this report is dropped.
-        let _ = tx.try_send(p);
-    });
-    Some((sink, forwarder))
 }

@@ -165,25 +165,56 @@ pub struct Progress {
     pub message: Option<String>,
 }
 
-/// Receives a call's progress reports (e.g. to forward them to an MCP client).
-#[derive(Clone)]
-pub struct ProgressSink(Arc<dyn Fn(Progress) + Send + Sync>);
+/// How severe a plugin's log line is, whatever contract it speaks; in
+/// order, least severe first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    Trace,
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
 
-impl ProgressSink {
-    pub fn new(f: impl Fn(Progress) + Send + Sync + 'static) -> Self {
-        ProgressSink(Arc::new(f))
+/// One line a plugin logged during a call, as the host passes it on: cut
+/// to what is left of the call's log budget, credentials masked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogLine {
+    pub level: LogLevel,
+    pub text: String,
+}
+
+/// Receives what a running call reports (e.g. to forward it to an MCP
+/// client). It must not block: it is called from inside the sandbox.
+pub struct Sink<T>(Arc<dyn Fn(T) + Send + Sync>);
+
+impl<T> Sink<T> {
+    pub fn new(f: impl Fn(T) + Send + Sync + 'static) -> Self {
+        Sink(Arc::new(f))
     }
 
-    pub fn report(&self, progress: Progress) {
-        (self.0)(progress)
+    pub fn report(&self, item: T) {
+        (self.0)(item)
     }
 }
 
-impl fmt::Debug for ProgressSink {
+impl<T> Clone for Sink<T> {
+    fn clone(&self) -> Self {
+        Sink(Arc::clone(&self.0))
+    }
+}
+
+impl<T> fmt::Debug for Sink<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ProgressSink")
+        f.write_str("Sink")
     }
 }
+
+/// Receives a call's progress reports.
+pub type ProgressSink = Sink<Progress>;
+
+/// Receives a call's log lines.
+pub type LogSink = Sink<LogLine>;
 
 /// One tool call as an agent asked for it.
 #[derive(Clone, Debug)]
@@ -195,6 +226,8 @@ pub struct CallRequest {
     pub args: RawArgs,
     pub cancel: CancelToken,
     pub progress: Option<ProgressSink>,
+    /// Where the plugin's log lines go besides the host's own log.
+    pub log: Option<LogSink>,
     /// An approval id to consume, when the policy asks for one.
     pub approval: Option<String>,
     /// Answers to the questions the tool asks (`ask`), by key: a call that
@@ -280,6 +313,7 @@ impl CallRequest {
             args: args.into(),
             cancel: CancelToken::default(),
             progress: None,
+            log: None,
             approval: None,
             answers: Default::default(),
             profile: None,

@@ -88,8 +88,8 @@ pub use audit::{
     ToolStats, Verification,
 };
 pub use call::{
-    CallId, CallRequest, CancelToken, MAX_ARGS_BYTES, Progress, ProgressSink, RawArgs, SessionId,
-    Tracing,
+    CallId, CallRequest, CancelToken, LogLevel, LogLine, LogSink, MAX_ARGS_BYTES, Progress,
+    ProgressSink, RawArgs, SessionId, Sink, Tracing,
 };
 pub use capability::{FsAccess, Grant, GrantedOrigin, Network, NetworkGrant, Reach, SandboxMode};
 pub use check::{Problem, Report};

@@ -383,6 +383,7 @@ impl Controller {
             session: request.session.clone(),
             cancel: request.cancel.clone(),
             progress: request.progress.clone(),
+            log: request.log.clone(),
             children: children
                 .clone()
                 .map(|c| c as Arc<dyn crate::call::ChildCalls>),

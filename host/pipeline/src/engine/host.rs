@@ -8,29 +8,21 @@
 
 use super::bindings::{v0_1, v0_2, v0_2_ask};
 use super::state::{CallState, HostState};
-use crate::call::{ChildCalls, Progress};
+use crate::call::{ChildCalls, LogLevel as Level, LogLine, Progress};
 use crate::presentation::cut_to;
 use crate::question::{Answer, Asked, MAX_QUESTIONS, Question};
 
 /// Longest progress message passed on; longer ones are cut.
 pub const MAX_PROGRESS_MESSAGE_BYTES: usize = 1024;
 
-/// Severity of a plugin's log line, whatever contract it speaks.
-#[derive(Clone, Copy)]
-enum Level {
-    Trace,
-    Debug,
-    Info,
-    Warn,
-    Error,
-}
-
 impl CallState {
     fn log_line(&mut self, level: Level, message: String) {
         let host = &mut self.host;
-        if host.log_bytes_left == 0 {
+        if host.log_bytes_left < super::state::LOG_LINE_COST {
+            host.log_bytes_left = 0;
             return;
         }
+        host.log_bytes_left -= super::state::LOG_LINE_COST;
         let mut end = message.len().min(host.log_bytes_left);
         while !message.is_char_boundary(end) {
             end -= 1;
@@ -52,6 +44,12 @@ impl CallState {
             Level::Info => tracing::info!(tool, call, "plugin: {text}"),
             Level::Warn => tracing::warn!(tool, call, "plugin: {text}"),
             Level::Error => tracing::error!(tool, call, "plugin: {text}"),
+        }
+        if let Some(sink) = &host.log {
+            sink.report(LogLine {
+                level,
+                text: text.to_owned(),
+            });
         }
     }
 

@@ -2,7 +2,7 @@
 //! memory limiter, the per-call state of the `host` interface and what the
 //! call may still spend through it (log text, progress reports).
 
-use crate::call::{CancelToken, ChildCalls, ProgressSink};
+use crate::call::{CancelToken, ChildCalls, LogSink, ProgressSink};
 use crate::egress::CallHooks;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,8 +18,12 @@ pub const MAX_HANDLES: usize = 1024;
 const MAX_TABLE_ELEMENTS: usize = 1 << 20;
 
 /// Log text one call may write through `log`; later lines are dropped so a
-/// chatty plugin cannot flood the host's log or memory.
+/// chatty plugin cannot flood the host's log, its memory or a client.
 pub const LOG_BUDGET_BYTES: usize = 64 << 10;
+
+/// What each line costs of [`LOG_BUDGET_BYTES`] besides its text: empty
+/// lines are not free, so a call logs at most 1,024 lines.
+pub const LOG_LINE_COST: usize = 64;
 
 /// Progress reports one call may pass on, and how often: a report is
 /// state ("done of total"), so dropping the ones in between loses nothing
@@ -91,6 +95,8 @@ pub(crate) struct HostState {
     pub call_id: Arc<str>,
     pub cancel: CancelToken,
     pub progress: Option<ProgressSink>,
+    /// Where log lines go besides the host's log (an MCP client).
+    pub log: Option<LogSink>,
     pub log_bytes_left: usize,
     pub progress_gate: ProgressGate,
     /// How the call's tool reaches other tools (`compose`); none while a
@@ -119,6 +125,7 @@ impl HostState {
             call_id,
             cancel,
             progress: None,
+            log: None,
             log_bytes_left: LOG_BUDGET_BYTES,
             progress_gate: Default::default(),
             children: None,
@@ -149,6 +156,7 @@ impl CallState {
     /// that is only being torn down.
     pub(crate) fn forget_caller(&mut self) {
         self.host.progress = None;
+        self.host.log = None;
     }
 
     /// The questions the call asked, with their answers; taken out.

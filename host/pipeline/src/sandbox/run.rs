@@ -9,7 +9,7 @@
 use super::teardown::{Teardown, release};
 use super::{RawOutput, ToolFailure};
 use crate::approval::PreparedCall;
-use crate::call::{CallId, CancelToken, ChildCalls, ProgressSink, SessionId};
+use crate::call::{CallId, CancelToken, ChildCalls, LogSink, ProgressSink, SessionId};
 use crate::capability::FsAccess;
 use crate::capability::Grant;
 use crate::engine::guest::{GUEST_WORKSPACE, Place, classify, log_stdio, new_store, race};
@@ -26,6 +26,7 @@ pub struct RunContext {
     pub session: SessionId,
     pub cancel: CancelToken,
     pub progress: Option<ProgressSink>,
+    pub log: Option<LogSink>,
     /// How the tool calls other tools, when its plugin imports `compose`.
     pub children: Option<Arc<dyn ChildCalls>>,
     /// The answers to the tool's questions (`ask`) this run has.
@@ -151,6 +152,7 @@ pub(super) async fn invoke(
     let host = HostState {
         plugin: Arc::from(tool.plugin.file_name()),
         progress: cx.progress.clone(),
+        log: cx.log.clone(),
         children: cx.children.clone(),
         answers: Some(Arc::clone(&cx.answers)),
         ..HostState::new(
