@@ -442,3 +442,24 @@ fn audit_call_shows_the_whole_tree_and_inspect_shows_the_import() {
     assert_eq!(code, 0);
     assert!(stdout.contains("toolwarden:tool/compose@0.2.0"), "{stdout}");
 }
+
+#[test]
+fn a_childs_log_lines_go_where_its_parents_go_under_its_own_name() {
+    let (_t, host) = host(ALLOW_ALL);
+    let lines = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let heard = Arc::clone(&lines);
+    let mut request = run_request(&[
+        ("hostile_log_flood", json!({ "n": 3 })),
+        ("calc", add(1, 1)),
+    ]);
+    request.log = Some(toolwarden::LogSink::new(move |line| {
+        heard.lock().unwrap().push(line.tool.to_string());
+    }));
+    let result = handle(&host, request);
+    assert_eq!(result.status, Status::Ok, "{result:#?}");
+    assert_eq!(
+        *lines.lock().unwrap(),
+        ["hostile_log_flood"; 3],
+        "the child's three lines, named after the child; calc logs nothing"
+    );
+}

@@ -95,3 +95,17 @@ async def test_a_modern_request_gets_log_lines_at_its_own_level_only(logging_hos
     async with Client(logging_host.server(), logging_callback=lines, log_level="error") as client:
         mine, everything = await lines.after_call(client.call_tool(TOOL, {}))
         assert mine == EVERY_LEVEL[4:] and len(everything) == 1, everything
+
+
+async def test_a_composed_calls_lines_come_under_the_childs_name(logging_host):
+    shutil.copy(WASM / "composer.wasm", logging_host.plugins)
+    policy = logging_host.workspace / "toolwarden.toml"
+    policy.write_text(policy.read_text() + '\n[[rule]]\ntools = ["compose_run", "hostile_log_flood"]\n'
+                      'decision = "allow"\nreason = "composes and logs"\n')
+    lines = Lines()
+    calls = [{"tool": "hostile_log_flood", "args": '{"n": 2}'}]
+    async with stdio_client(logging_host.server()) as (r, w), ClientSession(r, w, logging_callback=lines) as s:
+        await s.initialize()
+        await s.set_logging_level("error")
+        _, everything = await lines.after_call(s.call_tool("compose_run", {"calls": calls}))
+        assert everything == [("error", "hostile_log_flood", "")] * 2, everything

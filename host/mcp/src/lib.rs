@@ -97,7 +97,7 @@ pub struct Server {
     /// set, what a request declares in `_meta` does not count.
     profile: Option<Arc<str>>,
     /// The log level the session's client set (`logging/setLevel`).
-    log_level: reports::LogLevel,
+    log_level: reports::SessionLevel,
 }
 
 /// The `_meta` key a request declares its session's profile with.
@@ -143,7 +143,7 @@ impl Server {
             calls,
             waiting: None,
             profile,
-            log_level: reports::LogLevel::default(),
+            log_level: reports::SessionLevel::default(),
         }
     }
 
@@ -338,7 +338,7 @@ impl ServerHandler for Server {
         }
         let (progress, forwarder) = progress_forwarder(&cx).unzip();
         request.progress = progress;
-        let (log, log_forwarder) = log_forwarder(&cx, &self.log_level, &request.tool).unzip();
+        let (log, log_forwarder) = log_forwarder(&cx, &self.log_level).unzip();
         request.log = log;
         // Boxed like the elicitation below, and only for clients that
         // declared the extension: the wait for a task is rare and its

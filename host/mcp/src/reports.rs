@@ -3,7 +3,7 @@
 //! lines as `notifications/message`.
 //!
 //! Log lines reach a client only when it asked for them: a 2025-11-25
-//! session by `logging/setLevel` (kept per session, [`LogLevel`]), a
+//! session by `logging/setLevel` (kept per session, [`SessionLevel`]), a
 //! 2026-07-28 request by `_meta["io.modelcontextprotocol/logLevel"]`; a
 //! client that asked for neither gets none. What reaches the client is what
 //! the host's own log gets: cut to the call's log budget, with the
@@ -77,9 +77,9 @@ pub(super) fn progress_forwarder(cx: &RequestContext<RoleServer>) -> Option<Forw
 /// `logging/setLevel`; none until it is set. Shared by the clones of one
 /// connection's server.
 #[derive(Clone, Debug, Default)]
-pub(super) struct LogLevel(Arc<AtomicU8>);
+pub(super) struct SessionLevel(Arc<AtomicU8>);
 
-impl LogLevel {
+impl SessionLevel {
     #[allow(deprecated)]
     pub fn set(&self, level: LoggingLevel) {
         self.0.store(rank(level) + 1, Ordering::Relaxed);
@@ -122,23 +122,22 @@ fn level_of(level: PluginLevel) -> LoggingLevel {
     }
 }
 
-/// Forwards the log lines of a call of `tool` at or above the level the
-/// request (2026-07-28) or else the session (2025-11-25) asked for; none
-/// when neither asked.
+/// Forwards a call's log lines, and those of the tools it calls, at or
+/// above the level the request (2026-07-28) or else the session
+/// (2025-11-25) asked for; none when neither asked. Each line's logger is
+/// the tool that logged it.
 #[allow(deprecated)]
 pub(super) fn log_forwarder(
     cx: &RequestContext<RoleServer>,
-    session: &LogLevel,
-    tool: &str,
+    session: &SessionLevel,
 ) -> Option<Forwarder<LogLine>> {
     let least = rank(cx.meta.log_level().or_else(|| session.get())?);
-    let logger = tool.to_owned();
     let (sink, task) = forward(cx.peer.clone(), move |peer, line: LogLine| {
         let param = LoggingMessageNotificationParam::new(
             level_of(line.level),
             serde_json::Value::String(line.text),
         )
-        .with_logger(logger.as_str());
+        .with_logger(&*line.tool);
         async move {
             if let Err(e) = peer.notify_logging_message(param).await {
                 tracing::debug!("cannot send a log notification: {e}");

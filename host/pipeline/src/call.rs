@@ -180,6 +180,9 @@ pub enum LogLevel {
 /// to what is left of the call's log budget, credentials masked.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LogLine {
+    /// The tool that logged it: the call's, or a tool it called through
+    /// `compose` (each child call has a log budget of its own).
+    pub tool: Arc<str>,
     pub level: LogLevel,
     pub text: String,
 }
@@ -226,7 +229,8 @@ pub struct CallRequest {
     pub args: RawArgs,
     pub cancel: CancelToken,
     pub progress: Option<ProgressSink>,
-    /// Where the plugin's log lines go besides the host's own log.
+    /// Where the plugin's log lines go besides the host's own log, and
+    /// those of the tools it calls through `compose`.
     pub log: Option<LogSink>,
     /// An approval id to consume, when the policy asks for one.
     pub approval: Option<String>,

@@ -34,6 +34,8 @@ pub(super) struct Children {
     profile: Option<Arc<str>>,
     turn: Option<Arc<str>>,
     cancel: CancelToken,
+    /// Where the children's log lines go: where the parent's go.
+    log: Option<crate::call::LogSink>,
     made: AtomicU32,
     ended: Arc<Mutex<Vec<Ended>>>,
     /// The children's tasks, so the parent ends after the last of them.
@@ -66,6 +68,7 @@ impl Children {
             profile: request.profile.clone(),
             turn: request.turn.clone(),
             cancel: request.cancel.clone(),
+            log: request.log.clone(),
             made: AtomicU32::new(0),
             ended: Arc::default(),
             running: TaskTracker::new(),
@@ -112,6 +115,7 @@ impl ChildCalls for Children {
         request.profile = self.profile.clone();
         request.turn = self.turn.clone();
         request.cancel = self.cancel.child_token();
+        request.log = self.log.clone();
         request.lineage = Some(Arc::new(Lineage {
             parent_call_id: self.parent_call_id.clone(),
             root_call_id: self.root_call_id.clone(),

@@ -47,6 +47,7 @@ impl CallState {
         }
         if let Some(sink) = &host.log {
             sink.report(LogLine {
+                tool: std::sync::Arc::clone(&host.tool),
                 level,
                 text: text.to_owned(),
             });
