@@ -74,8 +74,8 @@ pub(super) fn progress_forwarder(cx: &RequestContext<RoleServer>) -> Option<Forw
 }
 
 /// The least severe level a session's client wants log lines at, as set by
-/// `logging/setLevel`; none until it is set. Shared by the clones of one
-/// connection's server.
+/// `logging/setLevel`, kept as its [`rank`] (plus one: zero is not set yet).
+/// Shared by the clones of one connection's server.
 #[derive(Clone, Debug, Default)]
 pub(super) struct SessionLevel(Arc<AtomicU8>);
 
@@ -85,11 +85,8 @@ impl SessionLevel {
         self.0.store(rank(level) + 1, Ordering::Relaxed);
     }
 
-    #[allow(deprecated)]
-    fn get(&self) -> Option<LoggingLevel> {
-        LEVELS
-            .get(usize::from(self.0.load(Ordering::Relaxed).checked_sub(1)?))
-            .copied()
+    fn rank(&self) -> Option<u8> {
+        self.0.load(Ordering::Relaxed).checked_sub(1)
     }
 }
 
@@ -106,6 +103,7 @@ const LEVELS: [LoggingLevel; 8] = [
     LoggingLevel::Emergency,
 ];
 
+/// Where `level` stands in [`LEVELS`].
 #[allow(deprecated)]
 fn rank(level: LoggingLevel) -> u8 {
     LEVELS.iter().position(|l| *l == level).unwrap_or(0) as u8
@@ -131,7 +129,7 @@ pub(super) fn log_forwarder(
     cx: &RequestContext<RoleServer>,
     session: &SessionLevel,
 ) -> Option<Forwarder<LogLine>> {
-    let least = rank(cx.meta.log_level().or_else(|| session.get())?);
+    let least = cx.meta.log_level().map(rank).or_else(|| session.rank())?;
     let (sink, task) = forward(cx.peer.clone(), move |peer, line: LogLine| {
         let param = LoggingMessageNotificationParam::new(
             level_of(line.level),

@@ -19,7 +19,6 @@ impl CallState {
     fn log_line(&mut self, level: Level, message: String) {
         let host = &mut self.host;
         if host.log_bytes_left < super::state::LOG_LINE_COST {
-            host.log_bytes_left = 0;
             return;
         }
         host.log_bytes_left -= super::state::LOG_LINE_COST;
