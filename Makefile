@@ -60,7 +60,8 @@ $(VENV)/.installed: tests/requirements.txt
 	$(VENV)/bin/pip install -q -r tests/requirements.txt
 	touch $@
 
-py-test: $(VENV)/.installed test-build tests/conformance/node_modules/.installed tests/sdk/node_modules/.installed
+py-test: $(VENV)/.installed test-build tests/conformance/node_modules/.installed tests/sdk/node_modules/.installed \
+		tests/oauth/node_modules/.installed
 	cd sdk/js && node --test
 	$(VENV)/bin/pytest -q tests/mcp tests/python_plugin sdk/python/tests bench/test_guard.py
 
@@ -69,6 +70,12 @@ py-test: $(VENV)/.installed test-build tests/conformance/node_modules/.installed
 # tests/mcp/test_conformance.py drives them.
 tests/conformance/node_modules/.installed: tests/conformance/package-lock.json
 	cd tests/conformance && npm ci --no-audit --no-fund
+	touch $@
+
+# The OpenID provider the OAuth tests start on loopback (oidc-provider,
+# pinned; tests/mcp/test_oauth.py runs it on the conformance suite's Node 22).
+tests/oauth/node_modules/.installed: tests/oauth/package-lock.json
+	cd tests/oauth && npm ci --no-audit --no-fund
 	touch $@
 
 # The JavaScript toolchain the SDK tests build with (componentize-js and

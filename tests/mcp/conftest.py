@@ -107,10 +107,11 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def http_serve(env: dict, *args: str):
-    """`toolwarden serve --http` on a free loopback port, until the block ends:
-    yields the process and the `/mcp` URL once it accepts connections."""
-    port = free_port()
+def http_serve(env: dict, *args: str, port: int | None = None):
+    """`toolwarden serve --http` on a free loopback port (or `port`), until the
+    block ends: yields the process and the `/mcp` URL once it accepts
+    connections."""
+    port = port or free_port()
     proc = subprocess.Popen([str(BINARY), "serve", "--http", f"127.0.0.1:{port}", *args],
                             env=env, stderr=subprocess.PIPE)
     try:

@@ -4,9 +4,12 @@
 //! plugin watcher and the list of peers to notify are shared. The `Host`
 //! header must name an allowed host (rmcp checks it: a DNS-rebinding
 //! defence), an `Origin` header an allowed origin (403 otherwise, as the
-//! transport spec says; see [`crate::web_origin`]), and when a token is configured every request needs
-//! `Authorization: Bearer <token>`. Listening beyond loopback without a
-//! token is refused unless the operator says `--insecure-no-auth`. Open
+//! transport spec says; see [`crate::web_origin`]), and with a shared token
+//! or an issuer (`[auth]`) configured every request needs
+//! `Authorization: Bearer` with one of them (see `toolwarden_auth`; the
+//! caller it proves rides on the request). Listening beyond loopback
+//! without either is refused unless the operator says
+//! `--insecure-no-auth`. Open
 //! sessions are capped (`[mcp] max_sessions`: an `initialize` over the cap
 //! gets 503 and opens nothing) and idle ones closed
 //! (`session_idle_seconds`), so clients that never close cannot grow the
@@ -29,7 +32,6 @@ use rmcp::transport::streamable_http_server::session::local::{
 use rmcp::transport::streamable_http_server::session::store::EventStore;
 use rmcp::transport::streamable_http_server::{SessionId, SessionManager};
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use sha2::{Digest, Sha256};
 use std::future::IntoFuture;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -38,8 +40,11 @@ use std::sync::Arc;
 #[derive(Clone, Debug)]
 pub struct HttpOptions {
     pub addr: SocketAddr,
-    /// Required as `Authorization: Bearer` on every request, when set.
+    /// Required as `Authorization: Bearer` on every request, when set
+    /// (or an access token `authority` accepts).
     pub token: Option<String>,
+    /// The issuer whose access tokens are accepted (`[auth]`).
+    pub authority: Option<Arc<toolwarden_auth::Authority>>,
     /// Accepted `Host` header values (besides loopback names).
     pub allowed_hosts: Vec<String>,
     /// Accepted `Origin` header values (a request without one is not a
@@ -51,7 +56,7 @@ pub struct HttpOptions {
     pub profile: Option<Arc<str>>,
 }
 
-/// Whether listening beyond loopback without a token was asked for.
+/// Whether listening beyond loopback without a token or issuer was asked for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Exposure {
     /// Refuse a non-loopback address unless a token is set.
@@ -64,36 +69,14 @@ pub enum Exposure {
 impl HttpOptions {
     /// Why these options must not be served, if they must not.
     pub fn refusal(&self) -> Option<String> {
-        match (self.addr.ip().is_loopback(), &self.token, self.exposure) {
-            (false, None, Exposure::TokenRequired) => Some(format!(
-                "refusing to serve MCP on `{}` without a token: anyone who reaches it could call your tools",
+        let guarded = self.token.is_some() || self.authority.is_some();
+        match (self.addr.ip().is_loopback(), guarded, self.exposure) {
+            (false, false, Exposure::TokenRequired) => Some(format!(
+                "refusing to serve MCP on `{}` without a token or an issuer: anyone who reaches it could call your tools",
                 self.addr
             )),
-            (true, _, _) | (false, Some(_), _) | (false, None, Exposure::InsecureNoAuth) => None,
+            (true, _, _) | (false, true, _) | (false, false, Exposure::InsecureNoAuth) => None,
         }
-    }
-}
-
-/// Compares digests so the time taken does not depend on where the tokens
-/// differ.
-fn token_matches(given: &str, expected: &str) -> bool {
-    Sha256::digest(given.as_bytes()) == Sha256::digest(expected.as_bytes())
-}
-
-async fn require_token(token: Arc<String>, request: Request, next: Next) -> Response {
-    let given = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    match given {
-        Some(given) if token_matches(given, &token) => next.run(request).await,
-        Some(_) | None => (
-            StatusCode::UNAUTHORIZED,
-            [(header::WWW_AUTHENTICATE, "Bearer")],
-            "toolwarden: this MCP endpoint needs `Authorization: Bearer <token>`\n",
-        )
-            .into_response(),
     }
 }
 
@@ -290,12 +273,20 @@ pub async fn serve(
                 refuse_over_cap(Arc::clone(&manager), limits.max, request, next)
             },
         ));
-    if let Some(token) = options.token {
-        let token = Arc::new(token);
+    let gate = Arc::new(toolwarden_auth::Gate::new(
+        options.token,
+        options.authority,
+        "/mcp",
+    ));
+    if gate.guards() {
+        let guarded = Arc::clone(&gate);
         router = router.layer(axum::middleware::from_fn(
-            move |request: Request, next: Next| require_token(Arc::clone(&token), request, next),
+            move |request: Request, next: Next| {
+                toolwarden_auth::guard(Arc::clone(&guarded), request, next)
+            },
         ));
     }
+    router = router.merge(toolwarden_auth::metadata_routes(gate));
     let origins = Arc::clone(&options.allowed_origins);
     router = router.layer(axum::middleware::from_fn(
         move |request: Request, next: Next| {
@@ -353,6 +344,7 @@ mod tests {
         HttpOptions {
             addr: addr.parse().unwrap(),
             token: token.map(str::to_owned),
+            authority: None,
             allowed_hosts: vec![],
             allowed_origins: Default::default(),
             exposure,
@@ -387,12 +379,5 @@ mod tests {
                 .refusal()
                 .is_none()
         );
-    }
-
-    #[test]
-    fn tokens_must_match_exactly() {
-        assert!(token_matches("secret", "secret"));
-        assert!(!token_matches("secret ", "secret"));
-        assert!(!token_matches("", "secret"));
     }
 }

@@ -38,6 +38,7 @@
 pub mod approval;
 pub mod audit;
 pub mod call;
+pub mod caller;
 mod canonical_url;
 pub mod capability;
 pub mod check;

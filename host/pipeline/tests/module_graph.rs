@@ -34,6 +34,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "provenance",
             "real_path",
             "call",
+            "caller",
             "materialize",
             "capability",
             "limits",

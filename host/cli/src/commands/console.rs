@@ -12,7 +12,7 @@ use crate::error::Error;
 use crate::printer::Printer;
 
 pub fn run(config: Config, args: ConsoleArgs, printer: Printer) -> Result<ExitStatus, Error> {
-    let options = match listen_options(args.addr, args.listen, printer) {
+    let options = match listen_options(args.addr, args.listen, None, printer) {
         Ok(options) => options,
         Err(status) => return Ok(status),
     };

@@ -15,6 +15,7 @@ use std::sync::Arc;
 pub fn listen_options(
     addr: std::net::SocketAddr,
     listen: ListenArgs,
+    authority: Option<Arc<toolwarden_auth::Authority>>,
     printer: Printer,
 ) -> Result<HttpOptions, ExitStatus> {
     let token = match &listen.token_file {
@@ -53,6 +54,7 @@ pub fn listen_options(
     let options = HttpOptions {
         addr,
         token,
+        authority,
         allowed_hosts: listen.allow_host,
         allowed_origins,
         exposure,
@@ -61,7 +63,7 @@ pub fn listen_options(
     if let Some(refusal) = options.refusal() {
         printer.error(
             refusal,
-            Some("give a token with `--token-file FILE`, listen on 127.0.0.1, or pass `--insecure-no-auth` if you mean it"),
+            Some("give a token with `--token-file FILE` or an issuer in `[auth]`, listen on 127.0.0.1, or pass `--insecure-no-auth` if you mean it"),
         );
         return Err(ExitStatus::Error);
     }
@@ -175,6 +177,21 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Error> {
 
 /// Where the token every request needs is, or why there is none.
 fn token_note(options: &HttpOptions, file: Option<&std::path::Path>) -> String {
+    if let Some(settings) = options.authority.as_ref().map(|a| a.settings()) {
+        let shared = match file {
+            Some(file) => format!(", or the token in {}", file.display()),
+            None => String::new(),
+        };
+        return format!(
+            "auth: access tokens from {} for `{}`{}{shared}",
+            settings.issuer,
+            settings.audience,
+            match settings.scopes.as_slice() {
+                [] => String::new(),
+                scopes => format!(" with the scopes {}", scopes.join(" ")),
+            }
+        );
+    }
     match (file, &options.token) {
         (Some(file), Some(_)) => format!(
             "token: every request sends `Authorization: Bearer` with the token in {} \
@@ -188,11 +205,31 @@ fn token_note(options: &HttpOptions, file: Option<&std::path::Path>) -> String {
     }
 }
 
+/// The issuer `[auth]` names, ready to check tokens; `Err` once the
+/// mistake is printed.
+fn authority(
+    config: &Config,
+    printer: Printer,
+) -> Result<Option<Arc<toolwarden_auth::Authority>>, ExitStatus> {
+    let Some(settings) = config.auth() else {
+        return Ok(None);
+    };
+    match toolwarden_auth::Authority::new(settings.clone()) {
+        Ok(authority) => Ok(Some(Arc::new(authority))),
+        Err(why) => {
+            printer.error(why, None);
+            Err(ExitStatus::Failure)
+        }
+    }
+}
+
 pub fn run(config: Config, args: ServeArgs, printer: Printer) -> Result<ExitStatus, Error> {
     let token_file = args.listen.token_file.clone();
     let http = match args.http {
         None => None,
-        Some(addr) => match listen_options(addr, args.listen, printer) {
+        Some(addr) => match authority(&config, printer)
+            .and_then(|authority| listen_options(addr, args.listen, authority, printer))
+        {
             Ok(options) => Some(options),
             Err(status) => return Ok(status),
         },

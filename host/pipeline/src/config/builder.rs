@@ -222,6 +222,7 @@ impl ConfigBuilder {
             provenance: std::sync::Arc::new(parsed.provenance),
             profiles: parsed.profiles,
             shared_store: parsed.store,
+            auth: parsed.auth,
         })
     }
 }

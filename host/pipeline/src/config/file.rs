@@ -74,6 +74,7 @@ struct FileConfig {
     #[serde(default)]
     rule: Vec<Spanned<RuleSection>>,
     store: Option<Spanned<StoreSection>>,
+    auth: Option<Spanned<super::auth::AuthSection>>,
 }
 
 /// The `[mcp]` table. Config owns it, unlike the steps' tables: the MCP
@@ -167,6 +168,7 @@ pub(super) struct Parsed {
     pub provenance: Provenance,
     pub profiles: Profiles,
     pub store: Option<SharedSettings>,
+    pub auth: Option<super::AuthSettings>,
 }
 
 /// A config error that does not yet know the file's name.
@@ -253,6 +255,7 @@ fn keys_of_table_above(text: &str, offset: usize) -> Option<(String, &'static st
         "profile" => ProfileSection::KEYS,
         "store" => StoreSection::KEYS,
         "rule" => RuleSection::KEYS,
+        "auth" => super::auth::AuthSection::KEYS,
         _ => return None,
     };
     Some((header.to_owned(), keys))
@@ -385,6 +388,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
                 .map_err(|e| FileError::from_setting(Some(line), e))?
         }
     };
+    let auth = section(text, file.auth, |table| table.resolve().map(Some), || None)?;
     let mcp_list_denied = file.mcp.as_ref().is_some_and(|m| m.list_denied);
     let (mcp_sessions, mcp_tasks) = match file.mcp {
         None => Default::default(),
@@ -410,6 +414,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         provenance,
         profiles,
         store,
+        auth,
     })
 }
 

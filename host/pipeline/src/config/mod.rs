@@ -9,6 +9,7 @@
 //! trust in the file) and compiles the policy. No step imports it, and
 //! nothing here runs a plugin.
 
+mod auth;
 mod builder;
 mod file;
 mod mcp;
@@ -16,6 +17,7 @@ mod private;
 mod project;
 mod trust;
 
+pub use auth::{AuthSettings, DEFAULT_LEEWAY_SECONDS, is_loopback};
 pub use builder::ConfigBuilder;
 pub use mcp::{
     DEFAULT_MAX_MCP_SESSIONS, DEFAULT_MAX_TASKS, DEFAULT_SESSION_IDLE_SECONDS,
@@ -80,6 +82,8 @@ pub struct Config {
     profiles: crate::profile::Profiles,
     /// The store several hosts share (`[store]`), if any.
     pub(crate) shared_store: Option<crate::store::SharedSettings>,
+    /// Who vouches for callers over HTTP (`[auth]`), if anyone does.
+    auth: Option<AuthSettings>,
 }
 
 impl Config {
@@ -164,6 +168,12 @@ impl Config {
     /// How the MCP server runs long calls as tasks (`[mcp] task_*`).
     pub fn mcp_tasks(&self) -> &McpTasks {
         &self.mcp_tasks
+    }
+
+    /// The authorization server whose access tokens `serve --http`
+    /// accepts (`[auth]`), if one is configured.
+    pub fn auth(&self) -> Option<&AuthSettings> {
+        self.auth.as_ref()
     }
 
     /// The wasmtime engine this config describes: its limits, workspace,

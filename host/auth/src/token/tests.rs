@@ -1,0 +1,245 @@
+//! Tokens minted here with ring (ES256), checked against a key set that
+//! holds the minting key: each claim and header broken in turn.
+
+use super::*;
+use crate::keys::KeySet;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use ring::rand::SystemRandom;
+use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
+use serde_json::json;
+
+const ISSUER: &str = "https://login.example.org/realms/tools";
+const AUDIENCE: &str = "https://tools.example.org/mcp";
+
+struct Minter {
+    pair: EcdsaKeyPair,
+    rng: SystemRandom,
+}
+
+impl Minter {
+    fn new() -> Minter {
+        let rng = SystemRandom::new();
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
+            .unwrap();
+        Minter { pair, rng }
+    }
+
+    fn jwk(&self, kid: &str) -> serde_json::Value {
+        let point = self.pair.public_key().as_ref();
+        json!({"kty": "EC", "crv": "P-256", "kid": kid, "alg": "ES256",
+               "x": B64.encode(&point[1..33]), "y": B64.encode(&point[33..65])})
+    }
+
+    fn sign(&self, header: serde_json::Value, claims: serde_json::Value) -> String {
+        let message = format!(
+            "{}.{}",
+            B64.encode(header.to_string()),
+            B64.encode(claims.to_string())
+        );
+        let signature = self.pair.sign(&self.rng, message.as_bytes()).unwrap();
+        format!("{message}.{}", B64.encode(signature.as_ref()))
+    }
+}
+
+fn now() -> i64 {
+    jsonwebtoken::get_current_timestamp() as i64
+}
+
+fn claims() -> serde_json::Value {
+    json!({"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "exp": now() + 300,
+           "iat": now(), "scope": "tools:call profile", "groups": ["oncall"]})
+}
+
+fn header() -> serde_json::Value {
+    json!({"alg": "ES256", "typ": "at+jwt", "kid": "k1"})
+}
+
+fn authority(minter: &Minter) -> Authority {
+    let set = json!({"keys": [minter.jwk("k1")]}).to_string();
+    Authority::with_keys(
+        AuthSettings {
+            issuer: ISSUER.into(),
+            audience: AUDIENCE.into(),
+            resource: None,
+            scopes: vec!["tools:call".into()],
+            claims: vec!["groups".into()],
+            leeway_seconds: 60,
+        },
+        KeySet::parse(set.as_bytes()).unwrap(),
+    )
+}
+
+fn with(change: impl FnOnce(&mut serde_json::Value)) -> serde_json::Value {
+    let mut claims = claims();
+    change(&mut claims);
+    claims
+}
+
+#[tokio::test]
+async fn a_good_token_names_its_caller() {
+    let minter = Minter::new();
+    let caller = authority(&minter)
+        .check(&minter.sign(header(), claims()))
+        .await
+        .unwrap();
+    assert_eq!(caller.subject, "alice");
+    assert_eq!(caller.scopes, ["tools:call", "profile"]);
+    assert_eq!(caller.claims["groups"], json!(["oncall"]));
+    assert_eq!(
+        caller.proof,
+        Proof::AccessToken {
+            issuer: ISSUER.into()
+        }
+    );
+}
+
+#[tokio::test]
+async fn every_broken_claim_is_refused_for_what_it_is() {
+    let minter = Minter::new();
+    let authority = authority(&minter);
+    let cases: Vec<(serde_json::Value, &str)> = vec![
+        (
+            with(|c| c["exp"] = json!(now() - 600)),
+            "AUTH_TOKEN_EXPIRED",
+        ),
+        (
+            with(|c| c["nbf"] = json!(now() + 600)),
+            "AUTH_TOKEN_NOT_YET_VALID",
+        ),
+        (
+            with(|c| c["iss"] = json!("https://evil.example")),
+            "AUTH_ISSUER_WRONG",
+        ),
+        (
+            with(|c| c["aud"] = json!("https://other.example/mcp")),
+            "AUTH_AUDIENCE_WRONG",
+        ),
+        (
+            with(|c| c["scope"] = json!("profile")),
+            "AUTH_SCOPE_MISSING",
+        ),
+        (
+            with(|c| {
+                c.as_object_mut().unwrap().remove("sub");
+            }),
+            "AUTH_CLAIM_MISSING",
+        ),
+        (
+            with(|c| {
+                c.as_object_mut().unwrap().remove("exp");
+            }),
+            "AUTH_CLAIM_MISSING",
+        ),
+        (with(|c| c["sub"] = json!("")), "AUTH_CLAIM_MISSING"),
+    ];
+    for (claims, code) in cases {
+        let refused = authority
+            .check(&minter.sign(header(), claims.clone()))
+            .await
+            .unwrap_err();
+        assert_eq!(refused.code(), code, "{claims}: {refused}");
+    }
+    // A list of audiences is fine when it holds ours; `scp` counts as scope.
+    let listed = with(|c| {
+        c["aud"] = json!(["https://other.example", AUDIENCE]);
+        c.as_object_mut().unwrap().remove("scope");
+        c["scp"] = json!(["tools:call"]);
+    });
+    assert!(
+        authority
+            .check(&minter.sign(header(), listed))
+            .await
+            .is_ok()
+    );
+}
+
+#[tokio::test]
+async fn forged_tokens_are_refused() {
+    let minter = Minter::new();
+    let authority = authority(&minter);
+    let good = minter.sign(header(), claims());
+    let (message, _) = good.rsplit_once('.').unwrap();
+
+    // Signed by another key under the published key's id.
+    let other = Minter::new();
+    let refused = authority
+        .check(&other.sign(header(), claims()))
+        .await
+        .unwrap_err();
+    assert_eq!(refused, Refusal::Signature);
+
+    // The claims changed after signing.
+    let (head, _) = message.split_once('.').unwrap();
+    let rich = with(|c| c["sub"] = json!("admin"));
+    let tampered = format!(
+        "{head}.{}.{}",
+        B64.encode(rich.to_string()),
+        good.rsplit_once('.').unwrap().1
+    );
+    assert_eq!(
+        authority.check(&tampered).await.unwrap_err(),
+        Refusal::Signature
+    );
+
+    // No signature at all.
+    let none = format!(
+        "{}.{}.",
+        B64.encode(json!({"alg": "none", "kid": "k1"}).to_string()),
+        B64.encode(claims().to_string())
+    );
+    assert_eq!(
+        authority.check(&none).await.unwrap_err().code(),
+        "AUTH_ALGORITHM_REFUSED"
+    );
+
+    // Key confusion: HMAC "signed" with the public key as the secret.
+    let public = minter.jwk("k1").to_string();
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, public.as_bytes());
+    let hs_message = format!(
+        "{}.{}",
+        B64.encode(json!({"alg": "HS256", "kid": "k1"}).to_string()),
+        B64.encode(claims().to_string())
+    );
+    let tag = ring::hmac::sign(&key, hs_message.as_bytes());
+    let confused = format!("{hs_message}.{}", B64.encode(tag.as_ref()));
+    assert_eq!(
+        authority.check(&confused).await.unwrap_err(),
+        Refusal::Algorithm("HS256".into())
+    );
+
+    // The right key, the wrong algorithm family: no key fits it.
+    let rs = minter.sign(json!({"alg": "RS256", "kid": "k1"}), claims());
+    assert_eq!(
+        authority.check(&rs).await.unwrap_err().code(),
+        "AUTH_KEY_UNKNOWN"
+    );
+
+    // A key the issuer does not publish (the set was fetched a moment
+    // ago, so it is not fetched again).
+    let unknown = minter.sign(json!({"alg": "ES256", "kid": "k9"}), claims());
+    assert_eq!(
+        authority.check(&unknown).await.unwrap_err().code(),
+        "AUTH_KEY_UNKNOWN"
+    );
+}
+
+#[tokio::test]
+async fn what_is_not_a_token_is_malformed() {
+    let minter = Minter::new();
+    let authority = authority(&minter);
+    for garbage in ["", "abc", "a.b.c", "....", "\u{1F600}.x.y"] {
+        let refused = authority.check(garbage).await.unwrap_err();
+        assert_eq!(
+            refused.code(),
+            "AUTH_TOKEN_MALFORMED",
+            "{garbage:?}: {refused}"
+        );
+    }
+    let huge = minter.sign(header(), with(|c| c["pad"] = json!("x".repeat(20_000))));
+    assert_eq!(
+        authority.check(&huge).await.unwrap_err().code(),
+        "AUTH_TOKEN_MALFORMED"
+    );
+}

@@ -1,0 +1,220 @@
+"""`serve --http` as an OAuth 2.1 resource server (`[auth]`), against a real
+OpenID provider (oidc-provider, started on loopback by tests/oauth/provider.mjs)
+and the official Python SDK's own OAuth client.
+
+Tokens the provider issues are accepted and refused as the provider made them
+(another audience, too few scopes); tokens no provider would issue (expired,
+not yet valid, from another issuer, forged, unsigned, HMAC'd with the public
+key) are signed here, with the provider's own key where that is the point.
+"""
+
+import base64
+import hashlib
+import hmac
+import json
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+from mcp import ClientSession
+from mcp.client.auth import TokenStorage
+from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from conftest import POLICY, free_port, http_serve
+from test_conformance import NODE
+
+pytestmark = pytest.mark.anyio
+
+PROVIDER = Path(__file__).resolve().parents[1] / "oauth"
+SHARED = "shared-token-0123456789abcdef"
+
+
+@pytest.fixture
+def provider():
+    """The OpenID provider: its issuer URL and signing key (private half too)."""
+    assert (PROVIDER / "node_modules" / "oidc-provider").exists(), \
+        "the OpenID provider is missing: run `make tests/oauth/node_modules/.installed`"
+    proc = subprocess.Popen([str(NODE), str(PROVIDER / "provider.mjs")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line, proc.stderr.read()
+        yield json.loads(line)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def configure(host, issuer: str, audience: str, extra: str = "") -> None:
+    (host.workspace / "toolwarden.toml").write_text(
+        POLICY + f'\n[auth]\nissuer = "{issuer}"\naudience = "{audience}"\n'
+        f'scopes = ["tools:call"]\nclaims = ["client_id"]\n{extra}')
+
+
+@pytest.fixture
+def server(host, provider, tmp_path):
+    """The host behind `[auth]` naming the provider, with a shared token too."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    configure(host, provider["issuer"], url)
+    token_file = tmp_path / "token"
+    token_file.write_text(SHARED)
+    with http_serve(host.env(), "--token-file", str(token_file), port=port) as (proc, url):
+        yield proc, url
+
+
+def issued(provider: dict, client: str, scope: str, resource: str) -> str:
+    """An access token from the provider's token endpoint (client credentials)."""
+    body = urllib.parse.urlencode({"grant_type": "client_credentials", "scope": scope,
+                                   "resource": resource}).encode()
+    secret = base64.b64encode(f"{client}:{client}-secret".encode()).decode()
+    request = urllib.request.Request(provider["issuer"] + "/token", data=body,
+                                     headers={"Authorization": f"Basic {secret}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)["access_token"]
+
+
+def signed(provider: dict, claims: dict, key=None, header: dict | None = None) -> str:
+    """A token signed with the provider's key (or `key`), as the provider names it."""
+    now = int(time.time())
+    payload = {"iss": provider["issuer"], "sub": "minted", "iat": now, "exp": now + 300,
+               "scope": "tools:call", **claims}
+    key = key or jwt.algorithms.RSAAlgorithm.from_jwk(json.dumps(provider["jwk"]))
+    return jwt.encode(payload, key, algorithm="RS256",
+                      headers={"kid": provider["jwk"]["kid"], **(header or {})})
+
+
+def b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def initialize(url: str, token: str | None):
+    """A raw `initialize`: (status, WWW-Authenticate, body)."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                       "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                  "clientInfo": {"name": "raw", "version": "0"}}}).encode()
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(url, data=body, method="POST", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.headers.get("WWW-Authenticate"), ""
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get("WWW-Authenticate"), e.read().decode()
+
+
+def test_a_client_without_a_token_is_told_where_to_get_one(server, provider):
+    _, url = server
+    origin = url.removesuffix("/mcp")
+    status, challenge, _ = initialize(url, None)
+    assert status == 401
+    assert challenge.startswith("Bearer ")
+    assert f'resource_metadata="{origin}/.well-known/oauth-protected-resource/mcp"' in challenge
+    assert 'scope="tools:call"' in challenge
+    assert "error=" not in challenge  # RFC 6750: no error code when no token was sent
+    for path in ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"]:
+        with urllib.request.urlopen(origin + path, timeout=10) as response:
+            metadata = json.load(response)
+        assert metadata["resource"] == url
+        assert metadata["authorization_servers"] == [provider["issuer"]]
+        assert metadata["scopes_supported"] == ["tools:call"]
+
+
+async def test_the_official_sdk_finds_the_issuer_gets_a_token_and_calls(server, provider):
+    """The SDK starts without a token: from the 401 it reads the resource
+    metadata, then the provider's, asks for a token for this server, and
+    calls with it."""
+    _, url = server
+
+    class Memory(TokenStorage):
+        tokens = client = None
+
+        async def get_tokens(self):
+            return self.tokens
+
+        async def set_tokens(self, tokens):
+            self.tokens = tokens
+
+        async def get_client_info(self):
+            return self.client
+
+        async def set_client_info(self, client_info):
+            self.client = client_info
+
+    storage = Memory()
+    auth = ClientCredentialsOAuthProvider(server_url=url, storage=storage, client_id="agent",
+                                          client_secret="agent-secret", scope="tools:call",
+                                          issuer=provider["issuer"])
+    client = create_mcp_http_client(auth=auth)
+    async with client, streamable_http_client(url, http_client=client) as (r, w), ClientSession(r, w) as s:
+        await s.initialize()
+        result = await s.call_tool("calc", {"op": "add", "a": 40, "b": 2})
+        assert result.structured_content == {"result": 42}
+    claims = jwt.decode(storage.tokens.access_token, options={"verify_signature": False})
+    assert claims["aud"] == url and claims["sub"] == "agent"
+
+
+def test_tokens_are_refused_for_each_reason(server, provider):
+    proc, url = server
+    now = int(time.time())
+    own = {"aud": url}
+    other_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    public_pem = jwt.algorithms.RSAAlgorithm.from_jwk(json.dumps(provider["jwk"])).public_key()
+    from cryptography.hazmat.primitives import serialization
+    pem = public_pem.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    confused_message = f'{b64(json.dumps({"alg": "HS256", "kid": provider["jwk"]["kid"]}).encode())}.' \
+                       f'{b64(json.dumps({"iss": provider["issuer"], "aud": url, "sub": "x", "exp": now + 300, "scope": "tools:call"}).encode())}'
+    confused = confused_message + "." + b64(hmac.new(pem, confused_message.encode(), hashlib.sha256).digest())
+    unsigned = f'{b64(json.dumps({"alg": "none"}).encode())}.' \
+               f'{b64(json.dumps({"iss": provider["issuer"], "aud": url, "sub": "x", "exp": now + 300}).encode())}.'
+    cases = {
+        "AUTH_AUDIENCE_WRONG": issued(provider, "agent", "tools:call", "http://127.0.0.1:1/elsewhere"),
+        "AUTH_SCOPE_MISSING": issued(provider, "reader", "profile", url),
+        "AUTH_TOKEN_EXPIRED": signed(provider, {**own, "exp": now - 600}),
+        "AUTH_TOKEN_NOT_YET_VALID": signed(provider, {**own, "nbf": now + 600}),
+        "AUTH_ISSUER_WRONG": signed(provider, {**own, "iss": "http://127.0.0.1:1"}),
+        "AUTH_SIGNATURE_INVALID": signed(provider, own, key=other_key),
+        "AUTH_KEY_UNKNOWN": signed(provider, own, header={"kid": "not-published"}),
+        "AUTH_ALGORITHM_REFUSED": unsigned,
+        "AUTH_TOKEN_MALFORMED": "not-a-jwt",
+    }
+    for code, token in [*cases.items(), ("AUTH_ALGORITHM_REFUSED", confused)]:
+        status, challenge, body = initialize(url, token)
+        assert code in body, (code, status, body)
+        if code == "AUTH_SCOPE_MISSING":
+            assert status == 403 and 'error="insufficient_scope"' in challenge, challenge
+        else:
+            assert status == 401 and 'error="invalid_token"' in challenge, (code, challenge)
+    # None of it hurt the server: the provider's own token and the shared one work.
+    assert initialize(url, issued(provider, "agent", "tools:call", url))[0] == 200
+    assert initialize(url, SHARED)[0] == 200
+    assert initialize(url, signed(provider, own))[0] == 200
+    assert proc.poll() is None
+
+
+def test_an_issuer_that_cannot_be_reached_is_not_a_bad_token(host):
+    """With the issuer down the token cannot be checked: 503, not 401 (a
+    client must not throw its token away), and the server keeps serving."""
+    port = free_port()
+    configure(host, f"http://127.0.0.1:{free_port()}", f"http://127.0.0.1:{port}/mcp")
+    with http_serve(host.env(), port=port) as (proc, url):
+        token = f'{b64(json.dumps({"alg": "RS256", "kid": "k"}).encode())}.e30.e30'
+        status, _, body = initialize(url, token)
+        assert status == 503 and "AUTH_ISSUER_UNREACHABLE" in body, (status, body)
+        assert proc.poll() is None
+
+
+def test_a_plain_http_issuer_on_another_machine_is_refused(host):
+    configure(host, "http://login.example.org", "https://tools.example.org/mcp")
+    code, _, err = host.cli("serve", "--http", f"127.0.0.1:{free_port()}")
+    assert code != 0
+    assert "plain HTTP" in err and "auth.issuer" in err, err
