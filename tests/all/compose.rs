@@ -463,3 +463,43 @@ fn a_childs_log_lines_go_where_its_parents_go_under_its_own_name() {
         "the child's three lines, named after the child; calc logs nothing"
     );
 }
+
+#[test]
+fn a_child_is_recorded_as_made_by_its_parents_caller() {
+    use toolwarden::caller::{Caller, Proof};
+    let (_t, host) = host(ALLOW_ALL);
+    let mut request = run_request(&[("calc", add(2, 2)), ("calc", add(3, 3))]);
+    request.caller = Some(Arc::new(Caller {
+        subject: "alice".into(),
+        proof: Proof::AccessToken {
+            issuer: "https://login.example.org".into(),
+        },
+        scopes: vec!["tools:call".into()],
+        claims: [("groups".to_owned(), json!(["oncall"]))].into(),
+    }));
+    let root = request.call_id.to_string();
+    let result = handle(&host, request);
+    assert_eq!(result.status, Status::Ok, "{result:#?}");
+    outcome_of(&host, &root);
+    let calls: Vec<Record> = audit(&host, &root)
+        .into_iter()
+        .filter(|r| r.kind == "call")
+        .collect();
+    assert_eq!(calls.len(), 3, "the parent and its two children");
+    for call in &calls {
+        assert_eq!(
+            call.data["caller"],
+            json!({ "subject": "alice", "proof": "access_token",
+                    "issuer": "https://login.example.org",
+                    "scopes": ["tools:call"], "claims": { "groups": ["oncall"] } }),
+            "{}",
+            call.tool
+        );
+    }
+    let anonymous = handle(&host, CallRequest::new("calc", add(1, 1).to_string()));
+    let record = audit(&host, &anonymous.call_id)
+        .into_iter()
+        .find(|r| r.kind == "call")
+        .expect("its call record");
+    assert!(record.data.get("caller").is_none(), "{:#}", record.data);
+}

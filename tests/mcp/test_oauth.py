@@ -112,6 +112,19 @@ def initialize(url: str, token: str | None):
         return e.code, e.headers.get("WWW-Authenticate"), e.read().decode()
 
 
+def recorded_callers(host, tool: str) -> list:
+    """The caller of each call of `tool` in the audit, once the writer has
+    put one there."""
+    deadline = time.monotonic() + 10
+    while True:
+        code, out, err = host.cli("audit", "--json", "--tool", tool)
+        assert code == 0, err
+        calls = [r for r in json.loads(out) if r["kind"] == "call"]
+        if calls or time.monotonic() > deadline:
+            return [r["data"].get("caller") for r in calls]
+        time.sleep(0.1)
+
+
 def test_a_client_without_a_token_is_told_where_to_get_one(server, provider):
     _, url = server
     origin = url.removesuffix("/mcp")
@@ -129,10 +142,11 @@ def test_a_client_without_a_token_is_told_where_to_get_one(server, provider):
         assert metadata["scopes_supported"] == ["tools:call"]
 
 
-async def test_the_official_sdk_finds_the_issuer_gets_a_token_and_calls(server, provider):
+async def test_the_official_sdk_finds_the_issuer_gets_a_token_and_calls(host, server, provider):
     """The SDK starts without a token: from the 401 it reads the resource
     metadata, then the provider's, asks for a token for this server, and
-    calls with it."""
+    calls with it. The audit records who called: the token's subject, its
+    issuer and the claims `[auth] claims` names."""
     _, url = server
 
     class Memory(TokenStorage):
@@ -161,6 +175,20 @@ async def test_the_official_sdk_finds_the_issuer_gets_a_token_and_calls(server, 
         assert result.structured_content == {"result": 42}
     claims = jwt.decode(storage.tokens.access_token, options={"verify_signature": False})
     assert claims["aud"] == url and claims["sub"] == "agent"
+    assert recorded_callers(host, "calc") == [{
+        "subject": "agent", "proof": "access_token", "issuer": provider["issuer"],
+        "scopes": ["tools:call"], "claims": {"client_id": "agent"}}]
+
+
+async def test_the_shared_token_is_recorded_as_what_it_is(host, server):
+    """A call with the shared token is recorded as made by its holder, not
+    by a person: the token proves no more."""
+    _, url = server
+    client = create_mcp_http_client(headers={"Authorization": f"Bearer {SHARED}"})
+    async with client, streamable_http_client(url, http_client=client) as (r, w), ClientSession(r, w) as s:
+        await s.initialize()
+        assert (await s.call_tool("calc", {"op": "add", "a": 1, "b": 1})).structured_content == {"result": 2}
+    assert recorded_callers(host, "calc") == [{"subject": "shared-token", "proof": "shared_token"}]
 
 
 def test_tokens_are_refused_for_each_reason(server, provider):

@@ -156,7 +156,7 @@ impl Gate {
 pub async fn guard(gate: Arc<Gate>, mut request: Request, next: Next) -> Response {
     match gate.admit(request.headers()).await {
         Ok(caller) => {
-            request.extensions_mut().insert(caller);
+            request.extensions_mut().insert(Arc::new(caller));
             next.run(request).await
         }
         Err(refusal) => gate.refused(&refusal, request.headers()),

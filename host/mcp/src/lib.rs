@@ -237,6 +237,7 @@ impl Server {
         let mut request =
             CallRequest::new(params.name.to_string(), args).in_session(self.session(&cx.meta)?);
         request.profile = self.profile(&cx.meta);
+        request.caller = caller_of(&cx.extensions);
         Ok(request)
     }
 
@@ -244,6 +245,17 @@ impl Server {
         self.host
             .offered_tools(profile, |tool| convert::tool(tool.spec()))
     }
+}
+
+/// Who made a request over HTTP, as the gate before `/mcp` proved it
+/// (`toolwarden_auth`); none over stdio, where the caller is whoever
+/// started the server.
+fn caller_of(extensions: &rmcp::model::Extensions) -> Option<Arc<toolwarden::caller::Caller>> {
+    extensions
+        .get::<axum::http::request::Parts>()?
+        .extensions
+        .get::<Arc<toolwarden::caller::Caller>>()
+        .cloned()
 }
 
 /// What the server tells a client in its `initialize` answer.

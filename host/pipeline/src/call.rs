@@ -242,6 +242,9 @@ pub struct CallRequest {
     /// The model turn the call belongs to, when it came in a batch
     /// (`handle_batch` gives each batch one): for `audit stats`.
     pub turn: Option<Arc<str>>,
+    /// Who made the call, as far as its channel proved it (an access
+    /// token over HTTP); recorded with the call.
+    pub caller: Option<Arc<crate::caller::Caller>>,
     pub tracing: Tracing,
     /// Where the call sits in a tree of calls, when a tool made it through
     /// `compose`. Only the host sets it: an agent's call is never nested.
@@ -322,6 +325,7 @@ impl CallRequest {
             answers: Default::default(),
             profile: None,
             turn: None,
+            caller: None,
             tracing: Tracing::Off,
             lineage: None,
         }

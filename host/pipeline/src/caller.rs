@@ -5,23 +5,28 @@
 //! It never checks anything itself: a `Caller` is only as good as the
 //! check that made it, and [`Proof`] says which check that was.
 
+use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// The identity behind a request.
-#[derive(Clone, Debug, PartialEq)]
+/// The identity behind a request, as the audit records it with each call.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Caller {
     /// Who: the access token's `sub`, or the name the channel knows.
     pub subject: String,
     /// How it was proven.
+    #[serde(flatten)]
     pub proof: Proof,
     /// The scopes the token granted (empty for other proofs).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub scopes: Vec<String>,
     /// The claims `[auth] claims` names, as the token carried them.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub claims: BTreeMap<String, serde_json::Value>,
 }
 
 /// What vouches for a [`Caller`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "proof", rename_all = "snake_case")]
 pub enum Proof {
     /// An access token from this issuer, its signature and claims checked.
     AccessToken { issuer: String },

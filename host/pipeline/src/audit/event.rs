@@ -26,6 +26,9 @@ pub enum Event {
         /// The agent's call at the top of its tree.
         #[serde(skip_serializing_if = "Option::is_none")]
         root: Option<Arc<str>>,
+        /// Who made it (a nested call: who made the call at the top).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        caller: Option<Arc<crate::caller::Caller>>,
     },
     /// Path arguments that lead somewhere other than they read, and URL
     /// arguments with their canonical form: the plugin receives the

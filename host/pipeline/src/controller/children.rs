@@ -1,5 +1,6 @@
 //! The calls one running tool makes through `compose`. Each becomes a
 //! [`CallRequest`] of its own, in the parent's session, profile and turn,
+//! made by the parent's caller,
 //! with its place in the tree ([`Lineage`]) and a cancellation token that
 //! is a child of the parent's, and goes through [`Controller::handle`]
 //! like any agent's call: nothing of the parent's grant or approval comes
@@ -33,6 +34,7 @@ pub(super) struct Children {
     session: SessionId,
     profile: Option<Arc<str>>,
     turn: Option<Arc<str>>,
+    caller: Option<Arc<crate::caller::Caller>>,
     cancel: CancelToken,
     /// Where the children's log lines go: where the parent's go.
     log: Option<crate::call::LogSink>,
@@ -67,6 +69,7 @@ impl Children {
             session: request.session.clone(),
             profile: request.profile.clone(),
             turn: request.turn.clone(),
+            caller: request.caller.clone(),
             cancel: request.cancel.clone(),
             log: request.log.clone(),
             made: AtomicU32::new(0),
@@ -114,6 +117,7 @@ impl ChildCalls for Children {
         let mut request = CallRequest::new(tool, args).in_session(self.session.clone());
         request.profile = self.profile.clone();
         request.turn = self.turn.clone();
+        request.caller = self.caller.clone();
         request.cancel = self.cancel.child_token();
         request.log = self.log.clone();
         request.lineage = Some(Arc::new(Lineage {

@@ -235,6 +235,7 @@ impl Controller {
             turn: request.turn.clone(),
             parent: request.lineage.as_ref().map(|l| l.parent_call_id.shared()),
             root: request.lineage.as_ref().map(|l| l.root_call_id.shared()),
+            caller: request.caller.clone(),
         });
         if request.lineage.is_some() {
             trail.begin("nesting");
