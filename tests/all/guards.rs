@@ -226,3 +226,86 @@ fn a_call_that_waits_for_approval_gives_its_unit_back() {
         );
     }
 }
+
+/// A caller with an identity, as the HTTP server's gate makes one.
+fn caller(issuer: &str, subject: &str) -> std::sync::Arc<toolwarden::caller::Caller> {
+    std::sync::Arc::new(toolwarden::caller::Caller {
+        subject: subject.into(),
+        proof: toolwarden::caller::Proof::AccessToken {
+            issuer: issuer.into(),
+        },
+        scopes: vec![],
+        claims: Default::default(),
+    })
+}
+
+fn call_as(
+    host: &Controller,
+    who: Option<std::sync::Arc<toolwarden::caller::Caller>>,
+    session: SessionId,
+    args: &str,
+) -> CallResult {
+    let mut request = CallRequest::new("calc", args).in_session(session);
+    request.caller = who;
+    runtime().block_on(host.handle(request))
+}
+
+#[test]
+fn a_named_session_belongs_to_the_first_caller_that_names_it() {
+    let policy = "[budget]\nmax_calls = 2\n\n[[rule]]\ntools = [\"calc\"]\ndecision = \"allow\"\nreason = \"ok\"\n";
+    let t = TestHost::new(&[CALC]).config(policy);
+    let host = t.controller();
+    let alice = caller("https://login.example.org", "alice");
+    let mallory = caller("https://login.example.org", "mallory");
+    let alice_elsewhere = caller("https://other.example.org", "alice");
+    let named = || SessionId::from("work".to_owned());
+
+    assert_eq!(
+        call_as(&host, Some(alice.clone()), named(), &add(1)).status,
+        Status::Ok
+    );
+    for intruder in [mallory.clone(), alice_elsewhere] {
+        let refused = call_as(&host, Some(intruder), named(), &add(2));
+        assert_eq!(
+            refused.code(),
+            Some(ErrorCode::SessionNotYours),
+            "{refused:#?}"
+        );
+        assert_eq!(refused.status, Status::Denied);
+    }
+    // The intruders spent nothing of alice's budget (two calls): her
+    // second call runs, her third is over it.
+    assert_eq!(
+        call_as(&host, Some(alice.clone()), named(), &add(3)).status,
+        Status::Ok
+    );
+    assert_eq!(
+        call_as(&host, Some(alice), named(), &add(4)).code(),
+        Some(ErrorCode::BudgetExceeded)
+    );
+    // The refusal is audited with who tried.
+    let records = host
+        .records()
+        .audit(&toolwarden::AuditFilter::default())
+        .unwrap();
+    let refusal = records
+        .iter()
+        .find(|r| r.kind == "refused" && r.data["code"] == "SESSION_NOT_YOURS")
+        .expect("the refusal's record");
+    let call = records
+        .iter()
+        .find(|r| r.kind == "call" && r.call_id == refusal.call_id)
+        .expect("the refused call's record");
+    assert_eq!(call.data["caller"]["subject"], "mallory");
+    // A session this process made, and calls without a proven caller, are
+    // not claimed: whoever makes those runs the host.
+    let own = SessionId::new();
+    assert_eq!(
+        call_as(&host, Some(mallory), own.clone(), &add(5)).status,
+        Status::Ok
+    );
+    assert_eq!(
+        call_as(&host, None, named(), &add(6)).code(),
+        Some(ErrorCode::BudgetExceeded)
+    );
+}

@@ -112,15 +112,15 @@ def initialize(url: str, token: str | None):
         return e.code, e.headers.get("WWW-Authenticate"), e.read().decode()
 
 
-def recorded_callers(host, tool: str) -> list:
+def recorded_callers(host, tool: str, count: int = 1) -> list:
     """The caller of each call of `tool` in the audit, once the writer has
-    put one there."""
+    put `count` there."""
     deadline = time.monotonic() + 10
     while True:
         code, out, err = host.cli("audit", "--json", "--tool", tool)
         assert code == 0, err
         calls = [r for r in json.loads(out) if r["kind"] == "call"]
-        if calls or time.monotonic() > deadline:
+        if len(calls) >= count or time.monotonic() > deadline:
             return [r["data"].get("caller") for r in calls]
         time.sleep(0.1)
 
@@ -227,6 +227,42 @@ def test_tokens_are_refused_for_each_reason(server, provider):
     assert initialize(url, SHARED)[0] == 200
     assert initialize(url, signed(provider, own))[0] == 200
     assert proc.poll() is None
+
+
+def call(url: str, token: str, session: str, a: int) -> dict:
+    """A 2026-07-28 `tools/call` of calc with `token`, naming `session`."""
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+            "io.modelcontextprotocol/clientCapabilities": {}, "toolwarden/session": session}
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "calc", "arguments": {"op": "add", "a": a, "b": 1}, "_meta": meta}}).encode()
+    request = urllib.request.Request(url, data=body, method="POST", headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+        "Authorization": f"Bearer {token}", "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call", "Mcp-Name": "calc"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        text = response.read().decode()
+    for line in text.splitlines():
+        if line.startswith("data:") and line[5:].strip():
+            return json.loads(line[5:])
+    return json.loads(text)
+
+
+def test_a_named_session_is_its_first_callers(host, server, provider):
+    """Another caller naming a session someone else's token opened is
+    refused, and the refusal is audited with who tried; the owner goes on."""
+    _, url = server
+    agent = issued(provider, "agent", "tools:call", url)
+    other = issued(provider, "other", "tools:call", url)
+    assert call(url, agent, "work", 1)["result"]["structuredContent"] == {"result": 2}
+    for intruder in [other, SHARED]:
+        refused = call(url, intruder, "work", 2)["result"]
+        assert refused["isError"] is True
+        assert "SESSION_NOT_YOURS" in refused["content"][0]["text"], refused
+    assert call(url, agent, "work", 3)["result"]["structuredContent"] == {"result": 4}
+    assert call(url, other, "other-work", 4)["result"]["structuredContent"] == {"result": 5}
+    callers = [c["subject"] for c in recorded_callers(host, "calc", 5)]
+    assert sorted(callers) == ["agent", "agent", "other", "other", "shared-token"], callers
 
 
 def test_an_issuer_that_cannot_be_reached_is_not_a_bad_token(host):

@@ -6,6 +6,7 @@
 //
 // Clients (client_credentials, secret "<id>-secret"):
 //   agent   may get `tools:call profile`
+//   other   may get `tools:call profile` (a second caller)
 //   reader  may get `profile` only
 // Every resource indicator gets a JWT access token whose `aud` is that
 // resource, valid for 300 seconds.
@@ -30,7 +31,11 @@ const client = (id, scope) => ({
 });
 
 const provider = new Provider(issuer, {
-  clients: [client('agent', 'tools:call profile'), client('reader', 'profile')],
+  clients: [
+    client('agent', 'tools:call profile'),
+    client('other', 'tools:call profile'),
+    client('reader', 'profile'),
+  ],
   jwks: { keys: [jwk] },
   scopes: ['openid', 'offline_access', 'profile', 'tools:call'],
   features: {

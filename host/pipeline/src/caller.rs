@@ -35,6 +35,17 @@ pub enum Proof {
 }
 
 impl Caller {
+    /// Who the caller is, as one text two callers share only if they are
+    /// the same: the issuer and subject of a token (issuers are URLs, so
+    /// the space cannot be part of one), or the shared token. What a
+    /// session is bound to (see the `ownership` step).
+    pub fn identity(&self) -> String {
+        match &self.proof {
+            Proof::AccessToken { issuer } => format!("{issuer} {}", self.subject),
+            Proof::SharedToken => "shared-token".into(),
+        }
+    }
+
     /// The holder of the shared token: one identity for everyone who has it.
     pub fn shared_token() -> Caller {
         Caller {

@@ -62,6 +62,7 @@ mod nesting;
 mod origin;
 pub mod outcome;
 mod output;
+mod ownership;
 pub mod policy;
 pub mod presentation;
 pub mod private_file;

@@ -62,6 +62,9 @@ pub enum ErrorCode {
     /// A tool's call of another tool would reach a tool already running
     /// in the same tree (a cycle); the child did not run.
     CallCycle,
+    /// The call named a session another caller owns; nothing of that
+    /// session was touched.
+    SessionNotYours,
     /// The tool asked the person a question (the `ask` import) that nobody
     /// has answered yet: the question is in the result; the call stopped
     /// there and runs again from the start once it has an answer.
@@ -94,6 +97,7 @@ impl ErrorCode {
             ErrorCode::CredentialMissing => "CREDENTIAL_MISSING",
             ErrorCode::NestingLimit => "NESTING_LIMIT",
             ErrorCode::CallCycle => "CALL_CYCLE",
+            ErrorCode::SessionNotYours => "SESSION_NOT_YOURS",
             ErrorCode::InputRequired => "INPUT_REQUIRED",
         }
     }
@@ -110,7 +114,8 @@ impl ErrorCode {
             | ErrorCode::ApprovalDenied
             | ErrorCode::CredentialMissing
             | ErrorCode::NestingLimit
-            | ErrorCode::CallCycle => Status::Denied,
+            | ErrorCode::CallCycle
+            | ErrorCode::SessionNotYours => Status::Denied,
             ErrorCode::ApprovalUnavailable | ErrorCode::ApprovalRequired => Status::PendingApproval,
             ErrorCode::UnknownTool
             | ErrorCode::InvalidArgs
@@ -314,6 +319,7 @@ mod tests {
             ErrorCode::NestingLimit,
             ErrorCode::CallCycle,
             ErrorCode::InputRequired,
+            ErrorCode::SessionNotYours,
         ];
         // A new code does not compile here until it has the next position
         // in `all` (and its spelling in the snapshot below).
@@ -342,6 +348,7 @@ mod tests {
             ErrorCode::NestingLimit => 21,
             ErrorCode::CallCycle => 22,
             ErrorCode::InputRequired => 23,
+            ErrorCode::SessionNotYours => 24,
         };
         for (i, code) in all.iter().enumerate() {
             assert_eq!(position(*code), i, "{code:?} is out of place");
@@ -354,7 +361,7 @@ mod tests {
              DUPLICATE_CALL TOOL_FAILED \
              TOOL_CRASHED TIMEOUT OUT_OF_FUEL MEMORY_LIMIT CANCELLED OUTPUT_TOO_LARGE \
              INVALID_TOOL_OUTPUT HOST_ERROR CREDENTIAL_MISSING NESTING_LIMIT CALL_CYCLE \
-             INPUT_REQUIRED"
+             INPUT_REQUIRED SESSION_NOT_YOURS"
         );
         for code in all {
             let json = serde_json::to_value(code).unwrap();

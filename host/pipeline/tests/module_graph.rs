@@ -33,8 +33,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             "console_url",
             "provenance",
             "real_path",
-            "call",
             "caller",
+            "call",
             "materialize",
             "capability",
             "limits",
@@ -49,6 +49,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "the pipeline steps, in pipeline order",
         &[
+            "ownership",
             "nesting",
             "registry",
             "validation",

@@ -56,6 +56,7 @@ pub struct Controller {
     records: Records,
     sandbox: Sandbox,
     keys: Keys,
+    owners: crate::ownership::Owners,
 }
 
 /// What `inspect` reports about one plugin file.
@@ -237,6 +238,11 @@ impl Controller {
             root: request.lineage.as_ref().map(|l| l.root_call_id.shared()),
             caller: request.caller.clone(),
         });
+        if let Some(caller) = request.caller.as_deref() {
+            trail.begin("session");
+            self.owners.check(&request.session, caller)?;
+            trail.end(|| format!("the session is `{}`'s to use", caller.subject));
+        }
         if request.lineage.is_some() {
             trail.begin("nesting");
             self.config

@@ -7,6 +7,7 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::guards::Guards;
 use crate::idempotency::Keys;
+use crate::ownership::Owners;
 use crate::records::Records;
 use crate::registry::Registry;
 use crate::sandbox::Sandbox;
@@ -49,9 +50,11 @@ impl Controller {
             config.idempotency_window,
             config.limits.longest_hold(),
         );
+        let owners = Owners::new(records.store());
         Ok(Arc::new_cyclic(|me| Controller {
             me: me.clone(),
             keys,
+            owners,
             config,
             registry: RwLock::new(Arc::new(registry)),
             workspace,

@@ -13,6 +13,7 @@ mod audit;
 mod executions;
 mod head;
 mod keys;
+mod owners;
 mod shared;
 mod tallies;
 
@@ -34,7 +35,7 @@ pub const DB_FILE: &str = "toolwarden.db";
 /// How long a writer waits for another process's transaction.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bump with every migration below.
-const SCHEMA_VERSION: i64 = 8;
+const SCHEMA_VERSION: i64 = 9;
 
 const MIGRATION_1: &str = "
 CREATE TABLE audit (
@@ -129,6 +130,15 @@ CREATE TABLE audit_checkpoint (
     seq   INTEGER NOT NULL,
     hash  TEXT NOT NULL,
     ts_ms INTEGER NOT NULL
+);
+";
+
+/// Which caller each named session belongs to (the `ownership` step).
+const MIGRATION_9: &str = "
+CREATE TABLE session_owners (
+    session    TEXT PRIMARY KEY,
+    owner      TEXT NOT NULL,
+    claimed_ms INTEGER NOT NULL
 );
 ";
 
@@ -281,6 +291,7 @@ impl Store {
             (6, MIGRATION_6),
             (7, MIGRATION_7),
             (8, MIGRATION_8),
+            (9, MIGRATION_9),
         ] {
             if version >= to {
                 continue;

@@ -197,6 +197,10 @@ impl Shared {
         match *self {}
     }
 
+    pub fn claim_session(&self, _: &str, _: &str, _: i64) -> Result<String, SharedError> {
+        match *self {}
+    }
+
     pub fn put_request_state(&self, _: &str, _: &str, _: i64, _: i64) -> Result<(), SharedError> {
         match *self {}
     }

@@ -34,6 +34,8 @@ mod executions;
 #[cfg(feature = "postgres")]
 mod import;
 #[cfg(feature = "postgres")]
+mod owners;
+#[cfg(feature = "postgres")]
 mod pool;
 #[cfg(feature = "postgres")]
 mod request_states;

@@ -6,7 +6,7 @@ use super::SharedError;
 use tokio_postgres::Client;
 
 /// Bump with every migration below.
-pub(super) const SCHEMA_VERSION: i32 = 4;
+pub(super) const SCHEMA_VERSION: i32 = 5;
 
 pub(super) const MIGRATION_1: &str = "
 CREATE TABLE approvals (
@@ -99,6 +99,15 @@ CREATE TABLE idempotency (
 );
 ";
 
+/// Which caller each named session belongs to (the `ownership` step).
+pub(super) const MIGRATION_5: &str = "
+CREATE TABLE session_owners (
+    session    TEXT PRIMARY KEY,
+    owner      TEXT NOT NULL,
+    claimed_ms BIGINT NOT NULL
+);
+";
+
 pub(super) async fn migrate(client: &mut Client) -> Result<(), SharedError> {
     let tx = client.transaction().await?;
     tx.execute(
@@ -130,6 +139,7 @@ pub(super) async fn migrate(client: &mut Client) -> Result<(), SharedError> {
         (2, MIGRATION_2),
         (3, MIGRATION_3),
         (4, MIGRATION_4),
+        (5, MIGRATION_5),
     ] {
         if version < to {
             tx.batch_execute(migration).await?;
