@@ -229,17 +229,21 @@ def test_tokens_are_refused_for_each_reason(server, provider):
     assert proc.poll() is None
 
 
-def call(url: str, token: str, session: str, a: int) -> dict:
-    """A 2026-07-28 `tools/call` of calc with `token`, naming `session`."""
+def call(url: str, token: str, session: str | None, a: int, name: str = "calc", arguments=None) -> dict:
+    """A 2026-07-28 `tools/call` with `token` (of calc adding `a` and 1,
+    unless `name` and `arguments` say otherwise), naming `session` if any."""
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
-            "io.modelcontextprotocol/clientCapabilities": {}, "toolwarden/session": session}
+            "io.modelcontextprotocol/clientCapabilities": {}}
+    if session is not None:
+        meta["toolwarden/session"] = session
+    arguments = {"op": "add", "a": a, "b": 1} if arguments is None else arguments
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "calc", "arguments": {"op": "add", "a": a, "b": 1}, "_meta": meta}}).encode()
+        "name": name, "arguments": arguments, "_meta": meta}}).encode()
     request = urllib.request.Request(url, data=body, method="POST", headers={
         "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
         "Authorization": f"Bearer {token}", "MCP-Protocol-Version": "2026-07-28",
-        "Mcp-Method": "tools/call", "Mcp-Name": "calc"})
+        "Mcp-Method": "tools/call", "Mcp-Name": name})
     with urllib.request.urlopen(request, timeout=30) as response:
         text = response.read().decode()
     for line in text.splitlines():
@@ -263,6 +267,92 @@ def test_a_named_session_is_its_first_callers(host, server, provider):
     assert call(url, other, "other-work", 4)["result"]["structuredContent"] == {"result": 5}
     callers = [c["subject"] for c in recorded_callers(host, "calc", 5)]
     assert sorted(callers) == ["agent", "agent", "other", "other", "shared-token"], callers
+
+
+def test_an_mcp_session_stays_with_the_caller_that_opened_it(server, provider):
+    """The session id is a header anyone could copy: with another caller's
+    token (or the shared one) a request in the session is answered as if the
+    session did not exist; its opener goes on in it."""
+    _, url = server
+    agent = issued(provider, "agent", "tools:call", url)
+    other = issued(provider, "other", "tools:call", url)
+
+    def post(token: str, body: dict, session: str | None = None):
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                   "Authorization": f"Bearer {token}", "MCP-Protocol-Version": "2025-11-25"}
+        if session:
+            headers["Mcp-Session-Id"] = session
+        request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST", headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return response.status, response.headers.get("Mcp-Session-Id")
+        except urllib.error.HTTPError as e:
+            return e.code, None
+
+    status, session = post(agent, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+    assert status == 200 and session
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+    assert post(other, listing, session)[0] == 404
+    assert post(SHARED, listing, session)[0] == 404
+    assert post(agent, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)[0] == 202
+    assert post(agent, listing, session)[0] == 200
+
+
+def test_rules_decide_by_who_calls(host, provider, tmp_path):
+    """`caller` in a rule: calc is denied to one client and allowed to the
+    others; a tool no other rule allows is allowed to one client only.
+    `policy explain --caller` shows the same decisions."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    configure(host, provider["issuer"], url, extra="""
+[[rule]]
+tools = ["calc"]
+caller = { subject = "other" }
+decision = "deny"
+reason = "calc is not for the other client"
+
+[[rule]]
+tools = ["hostile_log_flood"]
+caller = { client_id = ["agent"] }
+decision = "allow"
+reason = "only the agent client may flood"
+""")
+    with http_serve(host.env(), port=port) as (_, url):
+        agent = issued(provider, "agent", "tools:call", url)
+        other = issued(provider, "other", "tools:call", url)
+        assert call(url, agent, None, 1)["result"]["structuredContent"] == {"result": 2}
+        denied = call(url, other, None, 1)["result"]
+        assert denied["isError"] and "POLICY_DENIED" in denied["content"][0]["text"], denied
+        assert "calc is not for the other client" in denied["content"][0]["text"]
+        flood = {"n": 1}
+        assert not call(url, agent, None, 0, "hostile_log_flood", flood)["result"].get("isError")
+        refused = call(url, other, None, 0, "hostile_log_flood", flood)["result"]
+        assert refused["isError"] and "POLICY_DENIED" in refused["content"][0]["text"], refused
+    code, out, err = host.cli("policy", "explain", "calc", '{"op":"add","a":1,"b":1}', "--json",
+                              "--caller", "subject=other")
+    assert code == 0, err
+    assert json.loads(out)["decision"]["verdict"] == "deny"
+    code, out, err = host.cli("policy", "explain", "hostile_log_flood", '{"n":1}', "--json",
+                              "--caller", "subject=agent", "--caller", "client_id=agent")
+    assert code == 0, err
+    assert json.loads(out)["decision"]["verdict"] == "allow"
+    code, out, err = host.cli("policy", "explain", "hostile_log_flood", '{"n":1}')
+    assert code == 0, err
+    assert "depends on" in out and "who calls" in out, out
+
+
+def test_a_rule_on_a_claim_callers_do_not_carry_is_refused(host):
+    configure(host, "https://login.example.org", "https://tools.example.org/mcp", extra="""
+[[rule]]
+tools = ["calc"]
+caller = { email = "*@example.org" }
+decision = "allow"
+reason = "staff"
+""")
+    code, _, err = host.cli("policy", "explain", "calc", "{}")
+    assert code == 2, err
+    assert "caller.email" in err and 'claims = ["email"]' in err, err
 
 
 def test_an_issuer_that_cannot_be_reached_is_not_a_bad_token(host):

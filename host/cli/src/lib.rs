@@ -24,8 +24,9 @@ mod turn;
 // The library's modules, by the names this code knew them under when it
 // was one crate with them.
 use toolwarden::{
-    approval, audit, call, capability, check, config, console_url, content, controller, error,
-    outcome, policy, presentation, private_file, question, records, registry, spec, suggest, when,
+    approval, audit, call, caller, capability, check, config, console_url, content, controller,
+    error, outcome, policy, presentation, private_file, question, records, registry, spec, suggest,
+    when,
 };
 use toolwarden_console as console;
 use toolwarden_distribution as distribution;
@@ -246,11 +247,17 @@ fn run(cli: Cli, printer: Printer) -> Result<ExitStatus, Error> {
         }
         Command::Inspect { file, json } => commands::inspect::run(&config()?, &file, json, printer),
         Command::Policy {
-            command: PolicyCommand::Explain { tool, args, json },
+            command:
+                PolicyCommand::Explain {
+                    tool,
+                    args,
+                    caller,
+                    json,
+                },
         } => commands::policy::explain(
             config()?,
-            &tool,
-            args.as_deref().unwrap_or("{}"),
+            (&tool, args.as_deref().unwrap_or("{}")),
+            &caller,
             json,
             printer,
         ),

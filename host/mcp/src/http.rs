@@ -7,7 +7,8 @@
 //! transport spec says; see [`crate::web_origin`]), and with a shared token
 //! or an issuer (`[auth]`) configured every request needs
 //! `Authorization: Bearer` with one of them (see `toolwarden_auth`; the
-//! caller it proves rides on the request). Listening beyond loopback
+//! caller it proves rides on the request, and an MCP session stays its
+//! opener's: see `session_owners`). Listening beyond loopback
 //! without either is refused unless the operator says
 //! `--insecure-no-auth`. Open
 //! sessions are capped (`[mcp] max_sessions`: an `initialize` over the cap
@@ -268,17 +269,24 @@ pub async fn serve(
     let mut router = axum::Router::new()
         .nest_service("/mcp", service)
         .layer(axum::middleware::from_fn(mark_task_requests))
-        .layer(axum::middleware::from_fn(
+        .layer(axum::middleware::from_fn({
+            let manager = Arc::clone(&manager);
             move |request: Request, next: Next| {
                 refuse_over_cap(Arc::clone(&manager), limits.max, request, next)
-            },
-        ));
+            }
+        }));
     let gate = Arc::new(toolwarden_auth::Gate::new(
         options.token,
         options.authority,
         "/mcp",
     ));
     if gate.guards() {
+        let owners = super::session_owners::SessionOwners::new(Arc::clone(&manager), limits.max);
+        router = router.layer(axum::middleware::from_fn(
+            move |request: Request, next: Next| {
+                super::session_owners::hold_to_owner(owners.clone(), request, next)
+            },
+        ));
         let guarded = Arc::clone(&gate);
         router = router.layer(axum::middleware::from_fn(
             move |request: Request, next: Next| {

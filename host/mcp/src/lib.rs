@@ -38,6 +38,7 @@ mod questions;
 mod reports;
 mod roots;
 mod running;
+mod session_owners;
 mod stdio;
 mod task_requests;
 mod tasks;

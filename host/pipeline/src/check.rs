@@ -107,7 +107,7 @@ pub fn check(config: &Config, target: Option<&Path>, scope: Scope) -> Result<Rep
             tool.plugin.file_name(),
             None,
             None,
-            crate::policy::Caller::Unknown,
+            (crate::policy::Caller::Unknown, crate::policy::Who::Unknown),
         );
         for (used, report) in rule_used.iter_mut().zip(&explanation.rules) {
             *used |= report.matched || report.needs_args;

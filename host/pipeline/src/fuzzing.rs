@@ -121,7 +121,10 @@ pub fn arguments(data: &[u8]) {
             "fuzz.wasm",
             Some(args.value()),
             Some(args.value()),
-            crate::policy::Caller::Agent,
+            (
+                crate::policy::Caller::Agent,
+                crate::policy::Who::Known(None),
+            ),
         );
         let _ = fixture
             .policy

@@ -12,6 +12,11 @@ pub enum PolicyCommand {
         tool: String,
         /// Arguments as a JSON object [default: {}]
         args: Option<String>,
+        /// Who calls, for rules on the caller: `subject=alice`, `issuer=URL`,
+        /// `proof=shared_token`, or a claim (`groups=oncall`; repeat a claim
+        /// for a list). Without it, rules on the caller show as depending on it
+        #[arg(long, value_name = "KEY=VALUE")]
+        caller: Vec<String>,
         /// Print JSON
         #[arg(long)]
         json: bool,

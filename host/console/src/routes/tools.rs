@@ -62,7 +62,7 @@ pub async fn explain(
     let (tool, args) = (form.tool.clone(), form.args.clone());
     let explained = blocking(move || {
         c.host
-            .explain(&tool, &args)
+            .explain(&tool, &args, None)
             .map_err(|e| format!("{}: {}", e.code, e.message))
     })
     .await;

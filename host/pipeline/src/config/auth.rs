@@ -131,6 +131,33 @@ fn web_url(key: &str, text: &str) -> Result<Url, SettingError> {
     }
 }
 
+/// A rule's `caller` may name `subject`, `issuer`, `proof` or a claim
+/// `[auth] claims` keeps: a caller carries no other, so a rule naming one
+/// could never match. The line and the mistake of the first that does.
+pub(super) fn unknown_caller_key(
+    rules: &[crate::policy::RuleDef],
+    auth: Option<&AuthSettings>,
+) -> Option<(Option<usize>, SettingError)> {
+    let kept = auth.map(|a| a.claims.as_slice()).unwrap_or_default();
+    rules.iter().find_map(|rule| {
+        let key = rule.caller.as_ref()?.keys().find(|key| {
+            !matches!(key.as_str(), "subject" | "issuer" | "proof") && !kept.contains(key)
+        })?;
+        Some((
+            rule.line,
+            SettingError::new(
+                format!(
+                    "`caller.{key}`: callers carry no claim `{key}`, so this rule could never match"
+                ),
+                format!(
+                    "match on `subject`, `issuer` or `proof`, or keep the claim: \
+                     [auth] claims = [\"{key}\"]"
+                ),
+            ),
+        ))
+    })
+}
+
 /// Whether `url` names this machine: a loopback address or `localhost`.
 pub fn is_loopback(url: &Url) -> bool {
     match url.host() {
@@ -171,6 +198,27 @@ mod tests {
         assert!(section("ftp://login.example.org").resolve().is_err());
         assert!(section("login.example.org").resolve().is_err());
         assert!(section("https://login.example.org/?a=b").resolve().is_err());
+    }
+
+    #[test]
+    fn a_rule_may_name_only_claims_callers_carry() {
+        let rule = |key: &str| crate::policy::RuleDef {
+            line: Some(7),
+            caller: Some([(key.to_owned(), vec!["x".to_owned()])].into()),
+            ..Default::default()
+        };
+        let mut auth = section("https://login.example.org").resolve().unwrap();
+        auth.claims = vec!["groups".into()];
+        for key in ["subject", "issuer", "proof", "groups"] {
+            assert!(
+                unknown_caller_key(&[rule(key)], Some(&auth)).is_none(),
+                "{key}"
+            );
+        }
+        let (line, mistake) = unknown_caller_key(&[rule("email")], Some(&auth)).unwrap();
+        assert_eq!(line, Some(7));
+        assert!(mistake.hint.contains("claims = [\"email\"]"), "{mistake:?}");
+        assert!(unknown_caller_key(&[rule("groups")], None).is_some());
     }
 
     #[test]

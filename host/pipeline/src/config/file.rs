@@ -389,6 +389,9 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         }
     };
     let auth = section(text, file.auth, |table| table.resolve().map(Some), || None)?;
+    if let Some((line, mistake)) = super::auth::unknown_caller_key(&rules, auth.as_ref()) {
+        return Err(FileError::from_setting(line, mistake));
+    }
     let mcp_list_denied = file.mcp.as_ref().is_some_and(|m| m.list_denied);
     let (mcp_sessions, mcp_tasks) = match file.mcp {
         None => Default::default(),

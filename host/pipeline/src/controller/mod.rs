@@ -26,7 +26,7 @@ use crate::idempotency::{self, Claimed, Keys};
 use crate::materialize::Arguments;
 use crate::outcome::{CallError, CallResult, ErrorCode, Status};
 use crate::output::{self, CheckedOutput};
-use crate::policy::{Caller, Verdict};
+use crate::policy::{Caller, Verdict, Who};
 use crate::records::Records;
 use crate::registry::{Plugin, Registry, Tool};
 use crate::sandbox::{RunContext, Sandbox};
@@ -272,11 +272,11 @@ impl Controller {
             Some(lineage) => Caller::Tool(lineage.parent_tool()),
             None => Caller::Agent,
         };
-        let authorized = match self
-            .config
-            .policy
-            .authorize(located, self.config.sandbox, caller)
-        {
+        let authorized = match self.config.policy.authorize(
+            located,
+            self.config.sandbox,
+            (caller, Who::Known(request.caller.as_deref())),
+        ) {
             Ok(authorized) => authorized,
             Err(denied) => {
                 trail.events.push(Event::policy(&denied.decision));

@@ -46,8 +46,14 @@ impl Controller {
 
     /// What every policy rule makes of a call, without running anything:
     /// paths are resolved as for a call, and those that lead elsewhere
-    /// than they read are listed with both forms.
-    pub fn explain(&self, tool: &str, args: &str) -> Result<Explanation, CallError> {
+    /// than they read are listed with both forms. `caller`: who makes the
+    /// call, for rules on the caller; none: whoever it may be.
+    pub fn explain(
+        &self,
+        tool: &str,
+        args: &str,
+        caller: Option<&crate::caller::Caller>,
+    ) -> Result<Explanation, CallError> {
         let args = Arguments::materialize(args)?;
         let resolved = self
             .registry()
@@ -62,7 +68,12 @@ impl Controller {
             tool.plugin.file_name(),
             Some(rewritten.as_ref().unwrap_or(written)),
             rewritten.as_ref().map(|_| written),
-            crate::policy::Caller::Agent,
+            (
+                crate::policy::Caller::Agent,
+                caller.map_or(crate::policy::Who::Unknown, |caller| {
+                    crate::policy::Who::Known(Some(caller))
+                }),
+            ),
         );
         explanation.paths = paths.into_iter().filter(LocatedPath::noteworthy).collect();
         Ok(explanation)

@@ -14,7 +14,7 @@ mod section;
 
 #[cfg(test)]
 pub use rule::{ArgPattern, NetMatch};
-pub use rule::{Caller, Miss, Rule, RuleDef, RuleMatch, Verdict};
+pub use rule::{Caller, Miss, Rule, RuleDef, RuleMatch, Verdict, Who};
 pub use section::RuleSection;
 
 use crate::capability::SandboxMode;
@@ -192,7 +192,7 @@ impl Policy {
         plugin: &str,
         args: Option<&Value>,
         written: Option<&Value>,
-        caller: Caller<'_>,
+        made_by: (Caller<'_>, Who<'_>),
     ) -> Explanation {
         let mut reports = Vec::with_capacity(self.rules.len());
         let mut report = |rule: &Rule, seen: Seen, network: &Network| {
@@ -203,7 +203,9 @@ impl Policy {
                     spec.name
                 )),
                 Seen::Missed(miss) => Some(rule.miss_note(miss, spec, plugin, args, network)),
-                Seen::NeedsArgs => Some("depends on argument values (`when`)".to_owned()),
+                Seen::NeedsArgs => Some(
+                    "depends on argument values (`when`) or on who calls (`caller`)".to_owned(),
+                ),
             };
             reports.push(RuleReport {
                 rule: rule.index() + 1,
@@ -214,7 +216,7 @@ impl Policy {
                 note,
             });
         };
-        let (decision, _) = self.decide(spec, plugin, args, written, caller, Some(&mut report));
+        let (decision, _) = self.decide(spec, plugin, args, written, made_by, Some(&mut report));
         Explanation {
             rules: reports,
             decision,
@@ -222,9 +224,18 @@ impl Policy {
         }
     }
 
-    /// What the rules decide for a call an agent makes.
+    /// What the rules decide for a call an agent makes, whoever it is (a
+    /// rule on the caller makes the decision depend on it).
     pub fn evaluate(&self, spec: &ToolSpec, plugin: &str, args: Option<&Value>) -> Decision {
-        self.decide(spec, plugin, args, None, Caller::Agent, None).0
+        self.decide(
+            spec,
+            plugin,
+            args,
+            None,
+            (Caller::Agent, Who::Unknown),
+            None,
+        )
+        .0
     }
 
     /// Decides a call, showing `each` (if any) what every rule made of it
@@ -237,7 +248,7 @@ impl Policy {
         plugin: &str,
         args: Option<&Value>,
         written: Option<&Value>,
-        caller: Caller<'_>,
+        made_by: (Caller<'_>, Who<'_>),
         mut each: Option<&mut EachRule<'_>>,
     ) -> (Decision, Network) {
         let network = self.network(spec, plugin);
@@ -251,7 +262,7 @@ impl Policy {
             self.index.candidates(&spec.name)
         };
         for rule in checked.iter().filter_map(|&at| self.rules.get(at)) {
-            let seen = match rule.check(spec, plugin, args, written, &network, caller) {
+            let seen = match rule.check(spec, plugin, args, written, &network, made_by) {
                 RuleMatch::Matched
                     if dangerous && rule.verdict() != Verdict::Deny && !rule.names(&spec.name) =>
                 {
@@ -315,7 +326,7 @@ impl Policy {
         &self,
         call: LocatedCall,
         session: SandboxMode,
-        caller: Caller<'_>,
+        made_by: (Caller<'_>, Who<'_>),
     ) -> Result<AuthorizedCall, Denied> {
         let resolved = call.call().resolved();
         let tool = resolved.tool();
@@ -324,7 +335,7 @@ impl Policy {
             tool.plugin.file_name(),
             Some(resolved.args().value()),
             call.written(),
-            caller,
+            made_by,
             None,
         );
         match decision.verdict {
@@ -338,7 +349,7 @@ impl Policy {
                 let urls = match &network {
                     Network::Closed => UrlRules::default(),
                     Network::Open(_) => self.url_rules(
-                        (&tool.spec, tool.plugin.file_name(), &network, caller),
+                        (&tool.spec, tool.plugin.file_name(), &network, made_by),
                         resolved.args().value(),
                         call.written(),
                         verdict == Verdict::Ask,
@@ -367,7 +378,7 @@ impl Policy {
     /// builds itself, not only the argument.
     fn url_rules(
         &self,
-        call: (&ToolSpec, &str, &Network, Caller<'_>),
+        call: (&ToolSpec, &str, &Network, (Caller<'_>, Who<'_>)),
         args: &Value,
         written: Option<&Value>,
         approved: bool,

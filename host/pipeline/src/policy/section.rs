@@ -20,6 +20,7 @@ pub struct RuleSection {
     network: Option<toml::Value>,
     nested: Option<bool>,
     parent: Option<Vec<String>>,
+    caller: Option<BTreeMap<String, toml::Value>>,
     #[serde(default)]
     when: BTreeMap<String, toml::Value>,
     decision: Verdict,
@@ -27,8 +28,8 @@ pub struct RuleSection {
 }
 
 impl RuleSection {
-    pub const KEYS: &str =
-        "tools, plugin, risk, effects, filesystem, network, nested, parent, when, decision, reason";
+    pub const KEYS: &str = "tools, plugin, risk, effects, filesystem, network, nested, parent, caller, when, decision, \
+         reason";
 
     /// The rule, which starts at `line` of the file.
     pub fn resolve(self, line: usize) -> Result<RuleDef, SettingError> {
@@ -43,8 +44,10 @@ impl RuleSection {
             when.insert(pointer, pattern);
         }
         let network = self.network.as_ref().map(net_match).transpose()?;
+        let caller = self.caller.map(caller_match).transpose()?;
         Ok(RuleDef {
             network,
+            caller,
             nested: self.nested,
             parent: self.parent,
             line: Some(line),
@@ -83,6 +86,40 @@ fn net_match(value: &toml::Value) -> Result<NetMatch, SettingError> {
             hint,
         )),
     }
+}
+
+/// `caller = { subject = "alice", groups = ["oncall", "sre"] }`: each key
+/// with one glob or a list of them.
+fn caller_match(
+    keys: BTreeMap<String, toml::Value>,
+) -> Result<BTreeMap<String, Vec<String>>, SettingError> {
+    keys.into_iter()
+        .map(|(key, value)| {
+            let globs = match value {
+                toml::Value::String(glob) => vec![glob],
+                toml::Value::Array(items) => items
+                    .into_iter()
+                    .map(|item| match item {
+                        toml::Value::String(glob) => Ok(glob),
+                        other => Err(other),
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|other| {
+                        SettingError::new(
+                            format!("`caller.{key}`: `{other}` is not a glob"),
+                            "write each value as a string, e.g. caller = { subject = [\"alice\"] }",
+                        )
+                    })?,
+                other => {
+                    return Err(SettingError::new(
+                        format!("`caller.{key} = {other}` is neither a glob nor a list of them"),
+                        "e.g. caller = { subject = \"alice\", groups = [\"oncall\"] }",
+                    ));
+                }
+            };
+            Ok((key, globs))
+        })
+        .collect()
 }
 
 fn arg_pattern(value: &toml::Value) -> Result<ArgPattern, String> {

@@ -285,7 +285,13 @@ fn a_dangerous_tool_needs_a_rule_that_names_it() {
     let d = by_glob.evaluate(&rm, "fs.wasm", Some(&json!({})));
     assert_eq!(d.verdict, Verdict::Deny);
     assert!(d.reason.contains("names it exactly"), "{}", d.reason);
-    let explained = by_glob.explain(&rm, "fs.wasm", Some(&json!({})), None, Caller::Agent);
+    let explained = by_glob.explain(
+        &rm,
+        "fs.wasm",
+        Some(&json!({})),
+        None,
+        (Caller::Agent, Who::Known(None)),
+    );
     assert!(
         explained.rules[0]
             .note
@@ -459,7 +465,13 @@ fn network_matchers_are_strict_for_allow_and_wide_for_deny() {
         p.evaluate(&spec("calc"), "f.wasm", None).verdict,
         Verdict::Allow
     );
-    let explained = p.explain(&spec("calc"), "f.wasm", None, None, Caller::Agent);
+    let explained = p.explain(
+        &spec("calc"),
+        "f.wasm",
+        None,
+        None,
+        (Caller::Agent, Who::Known(None)),
+    );
     assert!(
         explained.rules[1]
             .note
@@ -509,7 +521,7 @@ fn url_globs_match_urls_as_browsers_read_them() {
         "fetch.wasm",
         Some(&json!({ "url": "HTTPS://Docs.RS.:8443/%73" })),
         None,
-        Caller::Agent,
+        (Caller::Agent, Who::Known(None)),
     );
     let note = explained.rules[0].note.clone().unwrap_or_default();
     assert!(
@@ -549,7 +561,13 @@ fn nested_and_parent_match_on_who_made_the_call() {
     let calc = spec("calc");
     let verdict = |policy: &Policy, caller| {
         policy
-            .explain(&calc, "c.wasm", Some(&json!({})), None, caller)
+            .explain(
+                &calc,
+                "c.wasm",
+                Some(&json!({})),
+                None,
+                (caller, Who::Known(None)),
+            )
             .decision
             .verdict
     };
@@ -566,7 +584,7 @@ fn nested_and_parent_match_on_who_made_the_call() {
         Verdict::Deny
     );
     assert_eq!(verdict(&by_relay, Caller::Agent), Verdict::Deny);
-    let unknown = by_relay.explain(&calc, "c.wasm", None, None, Caller::Unknown);
+    let unknown = by_relay.explain(&calc, "c.wasm", None, None, (Caller::Unknown, Who::Unknown));
     assert!(
         unknown.rules[0].needs_args,
         "without a call, a caller rule may apply"
@@ -649,7 +667,13 @@ fn a_decision_checks_only_the_rules_that_may_match_its_tool_and_decides_the_same
         (safe, json!({})),
     ] {
         let fast = p.evaluate(&tool, "fs.wasm", Some(&args));
-        let every = p.explain(&tool, "fs.wasm", Some(&args), None, Caller::Agent);
+        let every = p.explain(
+            &tool,
+            "fs.wasm",
+            Some(&args),
+            None,
+            (Caller::Agent, Who::Known(None)),
+        );
         assert_eq!(
             (fast.verdict, &fast.matched, &fast.reason),
             (
@@ -668,4 +692,85 @@ fn a_decision_checks_only_the_rules_that_may_match_its_tool_and_decides_the_same
     );
     assert_eq!(p.index.candidates("other_7"), vec![7, 1002, 1004]);
     assert_eq!(p.index.candidates("calc"), vec![1002, 1004]);
+}
+
+#[test]
+fn caller_rules_match_on_who_the_agent_is() {
+    use crate::caller::{Caller as Identity, Proof};
+    let text = r#"
+        tools = ["calc"]
+        caller = { subject = ["alice", "bo*"], groups = "oncall" }
+        decision = "allow"
+        reason = "on-call people"
+    "#;
+    let section: RuleSection = toml::from_str(text).unwrap();
+    let p = policy(vec![section.resolve(1).unwrap()]);
+    let calc = spec("calc");
+    let person = |subject: &str, groups: serde_json::Value, proof: Proof| Identity {
+        subject: subject.into(),
+        proof,
+        scopes: vec![],
+        claims: [("groups".to_owned(), groups)].into(),
+    };
+    let token = || Proof::AccessToken {
+        issuer: "https://login.example.org".into(),
+    };
+    let decided = |who: Who<'_>| {
+        p.explain(
+            &calc,
+            "c.wasm",
+            Some(&json!({})),
+            None,
+            (Caller::Agent, who),
+        )
+    };
+    let alice = person("alice", json!(["sre", "oncall"]), token());
+    let bob = person("bob", json!("oncall"), Proof::SharedToken);
+    let off_duty = person("alice", json!(["sre"]), token());
+    let mallory = person("mallory", json!(["oncall"]), token());
+    assert_eq!(
+        decided(Who::Known(Some(&alice))).decision.verdict,
+        Verdict::Allow
+    );
+    assert_eq!(
+        decided(Who::Known(Some(&bob))).decision.verdict,
+        Verdict::Allow
+    );
+    for nobody in [Some(&off_duty), Some(&mallory), None] {
+        let explained = decided(Who::Known(nobody));
+        assert_eq!(explained.decision.verdict, Verdict::Deny, "{nobody:?}");
+        let note = explained.rules[0].note.clone().unwrap_or_default();
+        assert!(note.contains("`caller` wants"), "{note}");
+    }
+    // Listing tools, who calls is not known yet: the rule may apply.
+    let listed = p.evaluate(&calc, "c.wasm", None);
+    assert!(listed.depends_on_args, "{listed:?}");
+
+    // `caller` is part of what two rules are told apart by, and of the
+    // fingerprint approvals bind.
+    let other: RuleSection = toml::from_str(&text.replace("bo*", "carol")).unwrap();
+    let without: RuleSection =
+        toml::from_str("tools = [\"calc\"]\ndecision = \"allow\"\nreason = \"on-call people\"")
+            .unwrap();
+    let fingerprint =
+        |section: RuleSection| policy(vec![section.resolve(1).unwrap()]).fingerprint();
+    let mine: RuleSection = toml::from_str(text).unwrap();
+    let mine = fingerprint(mine);
+    assert_ne!(mine, fingerprint(other));
+    assert_ne!(mine, fingerprint(without));
+
+    for bad in [
+        "caller = {}",
+        "caller = { subject = [] }",
+        "caller = { subject = 3 }",
+        "caller = { subject = [\"[\"] }",
+    ] {
+        let text = format!("tools = [\"calc\"]\n{bad}\ndecision = \"allow\"\nreason = \"r\"");
+        let section: RuleSection = toml::from_str(&text).unwrap();
+        let compiled = section
+            .resolve(1)
+            .map_err(|e| e.message)
+            .and_then(|def| Policy::compile(vec![def], Default::default()).map_err(|e| e.message));
+        assert!(compiled.is_err(), "{bad} is refused");
+    }
 }

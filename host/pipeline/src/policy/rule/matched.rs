@@ -26,6 +26,8 @@ pub enum Miss {
     Network,
     /// `nested` or `parent` does not fit who made the call.
     Caller,
+    /// `caller` does not fit who the agent is, or nothing proved who.
+    Identity,
     /// The `when` entry at this position.
     When(usize),
 }

@@ -5,8 +5,10 @@
 //! globs), `risk` (any of), `effects` (the tool declares all of them),
 //! `filesystem` (any of), `network` (what the call may reach), `nested`
 //! (whether a tool made the call through `compose`), `parent` (name globs
-//! of the tool that made it; only nested calls match) and `when` (argument
-//! values by JSON pointer).
+//! of the tool that made it; only nested calls match), `caller` (who the
+//! agent is, as its channel proved it: the token's subject, issuer, or a
+//! claim `[auth] claims` names) and `when` (argument values by JSON
+//! pointer).
 
 use super::PolicyError;
 use crate::canonical_url::{CanonicalUrl, UrlPattern};
@@ -19,10 +21,13 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+mod identity;
 mod matched;
 mod shown;
 mod when;
 
+use identity::CallerMatcher;
+pub use identity::Who;
 pub use matched::{Miss, RuleMatch};
 pub use when::ArgPattern;
 use when::{Compiled, compile_pattern};
@@ -88,6 +93,9 @@ pub struct RuleDef {
     pub nested: Option<bool>,
     /// Only calls made by a tool these globs match.
     pub parent: Option<Vec<String>>,
+    /// Only calls whose caller's `subject`, `issuer`, `proof` or named
+    /// claim matches one of the globs given for it, for every key given.
+    pub caller: Option<BTreeMap<String, Vec<String>>>,
     pub when: BTreeMap<String, ArgPattern>,
     pub verdict: Verdict,
     pub reason: String,
@@ -104,17 +112,16 @@ pub struct Rule {
     tools: Option<GlobSet>,
     plugin: Option<GlobSet>,
     parent: Option<GlobSet>,
+    caller: CallerMatcher,
     when: Vec<(String, Compiled)>,
     /// The `when` entries (by position) whose pattern is about URLs: what
     /// a deny or ask rule binds to every request of a call.
     url_entries: Vec<(usize, UrlPattern)>,
 }
 
-fn globs(
-    patterns: &[String],
-    what: &str,
-    error: &dyn Fn(String, &str) -> PolicyError,
-) -> Result<GlobSet, PolicyError> {
+pub(super) type ErrorFn<'a> = dyn Fn(String, &str) -> PolicyError + 'a;
+
+fn globs(patterns: &[String], what: &str, error: &ErrorFn<'_>) -> Result<GlobSet, PolicyError> {
     if patterns.is_empty() {
         return Err(error(
             format!("`{what}` is empty, so the rule matches nothing"),
@@ -194,6 +201,7 @@ impl Rule {
             .as_deref()
             .map(|p| globs(p, "parent", &error))
             .transpose()?;
+        let caller = CallerMatcher::compile(def.caller.as_ref(), &error)?;
         let mut when = Vec::with_capacity(def.when.len());
         for (pointer, pattern) in &def.when {
             if !(pointer.is_empty() || pointer.starts_with('/')) {
@@ -222,6 +230,7 @@ impl Rule {
             tools,
             plugin,
             parent,
+            caller,
             when,
             url_entries,
         })
@@ -259,7 +268,7 @@ impl Rule {
         spec: &ToolSpec,
         plugin: &str,
         network: &Network,
-        caller: Caller<'_>,
+        (caller, who): (Caller<'_>, Who<'_>),
     ) -> Option<RuleMatch> {
         if let Some(tools) = &self.tools
             && !tools.is_match(&spec.name)
@@ -308,7 +317,7 @@ impl Rule {
                 }
             }
         }
-        None
+        self.caller.check(who)
     }
 
     /// Checks the rule against a call; `args` is `None` when only the tool is
@@ -323,9 +332,9 @@ impl Rule {
         args: Option<&Value>,
         written: Option<&Value>,
         network: &Network,
-        caller: Caller<'_>,
+        made_by: (Caller<'_>, Who<'_>),
     ) -> RuleMatch {
-        if let Some(missed) = self.check_call(spec, plugin, network, caller) {
+        if let Some(missed) = self.check_call(spec, plugin, network, made_by) {
             return missed;
         }
         if self.when.is_empty() {
@@ -355,7 +364,7 @@ impl Rule {
     /// let out.
     pub(super) fn bind_urls(
         &self,
-        call: (&ToolSpec, &str, &Network, Caller<'_>),
+        call: (&ToolSpec, &str, &Network, (Caller<'_>, Who<'_>)),
         args: &Value,
         written: Option<&Value>,
         approved: bool,
@@ -364,8 +373,8 @@ impl Rule {
         if self.url_entries.is_empty() || self.verdict() == Verdict::Allow {
             return;
         }
-        let (spec, plugin, network, caller) = call;
-        if self.check_call(spec, plugin, network, caller).is_some() {
+        let (spec, plugin, network, made_by) = call;
+        if self.check_call(spec, plugin, network, made_by).is_some() {
             return;
         }
         let fits = |pointer: &str, pattern: &Compiled| {

@@ -73,6 +73,19 @@ impl Rule {
                 ),
                 _ => "`nested = true`, and an agent made the call".to_owned(),
             },
+            Miss::Identity => {
+                let wanted: Vec<String> = self
+                    .def
+                    .caller
+                    .iter()
+                    .flatten()
+                    .map(|(key, globs)| format!("{key} {}", globs.join(" or ")))
+                    .collect();
+                format!(
+                    "`caller` wants {}, and the call's caller is not that (or was not proven)",
+                    wanted.join(", ")
+                )
+            }
             Miss::When(at) => {
                 let (pointer, pattern) = self
                     .when
@@ -106,6 +119,7 @@ impl Rule {
             && network_key(&a.network) == network_key(&b.network)
             && a.nested == b.nested
             && sorted(&a.parent) == sorted(&b.parent)
+            && callers(&a.caller) == callers(&b.caller)
             && a.when == b.when
     }
 
@@ -145,6 +159,9 @@ impl Rule {
             if let Some(parent) = sorted(&d.parent) {
                 object.insert("parent".into(), serde_json::json!(parent));
             }
+            if let Some(caller) = callers(&d.caller) {
+                object.insert("caller".into(), serde_json::json!(caller));
+            }
         }
         fingerprint.to_string()
     }
@@ -154,4 +171,20 @@ impl Rule {
     pub(in crate::policy) fn describe(&self) -> Arc<str> {
         Arc::clone(&self.description)
     }
+}
+
+/// A `caller` matcher with each key's globs sorted, to compare and print.
+fn callers(
+    caller: &Option<std::collections::BTreeMap<String, Vec<String>>>,
+) -> Option<std::collections::BTreeMap<String, Vec<String>>> {
+    caller.as_ref().map(|keys| {
+        keys.iter()
+            .map(|(key, globs)| {
+                (
+                    key.clone(),
+                    sorted(&Some(globs.clone())).unwrap_or_default(),
+                )
+            })
+            .collect()
+    })
 }
