@@ -232,15 +232,22 @@ reason = "a person looks first"
         "{asked:#?}"
     );
     let id = asked.approval_id.clone().unwrap();
-    host.records()
+    let decided = host
+        .records()
         .decide(
             &id,
             toolwarden::ApprovalDecision::Approve,
             None,
-            toolwarden::Decider::Cli,
+            (
+                toolwarden::Decider::Cli,
+                &toolwarden::caller::Caller::os_user(),
+            ),
         )
-        .unwrap()
-        .expect("the approval exists");
+        .unwrap();
+    assert!(
+        matches!(decided, toolwarden::approval::Decided::Now(_)),
+        "{decided:?}"
+    );
     let ran = handle(
         &host,
         run_request(&[("calc", add(2, 3))])

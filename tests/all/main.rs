@@ -5,6 +5,7 @@
 mod harness;
 
 mod approvals;
+mod approvers;
 mod audit;
 mod authoring;
 mod cli;

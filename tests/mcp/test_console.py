@@ -68,7 +68,7 @@ class Watched:
         page.on("pageerror", lambda e: self.errors.append(str(e)))
 
 
-async def signed_in(browser, console: str) -> Watched:
+async def signed_in(browser, console: str, token: str = TOKEN) -> Watched:
     context = await browser.new_context(viewport={"width": 1200, "height": 900})
     watched = Watched(await context.new_page())
     page = watched.page
@@ -77,7 +77,7 @@ async def signed_in(browser, console: str) -> Watched:
     await page.fill("input[name=token]", "wrong")
     await page.click("button[type=submit]")
     assert "not the one" in await page.inner_text("main")
-    await page.fill("input[name=token]", TOKEN)
+    await page.fill("input[name=token]", token)
     await page.click("button[type=submit]")
     await page.wait_for_url(console)
     watched.errors.clear()  # the refused login's 401

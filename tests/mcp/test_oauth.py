@@ -29,6 +29,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from conftest import POLICY, free_port, http_serve
+from test_console import browser  # noqa: F401 (a fixture)
 from test_conformance import NODE
 
 pytestmark = pytest.mark.anyio
@@ -372,3 +373,76 @@ def test_a_plain_http_issuer_on_another_machine_is_refused(host):
     code, _, err = host.cli("serve", "--http", f"127.0.0.1:{free_port()}")
     assert code != 0
     assert "plain HTTP" in err and "auth.issuer" in err, err
+
+
+async def test_a_quorum_of_two_others_approves_a_token_callers_call(host, provider, tmp_path, browser):
+    """`approvers = 2` and `self_approval = false`: the caller (a token from
+    the provider) answers its own elicitation and is not counted; the OS
+    user at the CLI and a person in the console (Chromium, signed in with
+    the shared token) are two approvers, and the call runs once."""
+    from mcp import types
+
+    from test_console import signed_in
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    configure(host, provider["issuer"], url, extra="""
+[[rule]]
+tools = ["calc"]
+decision = "ask"
+approvers = 2
+self_approval = false
+reason = "two others sign off"
+""")
+    token_file = tmp_path / "token"
+    token_file.write_text(SHARED)
+    asked = []
+
+    async def approve_own(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"toolwarden_decision": "approve_once"})
+
+    args = {"op": "add", "a": 20, "b": 22}
+    with http_serve(host.env(), "--token-file", str(token_file), port=port) as (_, url):
+        agent = issued(provider, "agent", "tools:call", url)
+        client = create_mcp_http_client(headers={"Authorization": f"Bearer {agent}"})
+        async with client, streamable_http_client(url, http_client=client) as (r, w, *_), \
+                ClientSession(r, w, elicitation_callback=approve_own) as s:
+            await s.initialize()
+            waiting = await s.call_tool("calc", args)
+            assert asked, "the caller's client was asked"
+            assert waiting.is_error, waiting.content
+            toolwarden = waiting.meta["toolwarden"]
+            assert toolwarden["code"] == "APPROVAL_REQUIRED", toolwarden
+            approval = toolwarden["approval_id"]
+
+            code, out, err = host.cli("approvals", "approve", approval)
+            assert code == 0, err
+            assert "waits for 1 more" in out, out
+
+            watched = await signed_in(browser, url.removesuffix("/mcp") + "/console", SHARED)
+            page = watched.page
+            await page.goto(url.removesuffix("/mcp") + f"/console/approvals/{approval}")
+            shown = await page.inner_text("main")
+            assert "2 distinct people, not the one who asked; waiting for 1 more" in shown, shown
+            assert "approved by" in shown and "(os user, cli)" in shown, shown
+            await page.click(f"#approval-{approval} button.approve")
+            await page.wait_for_url(f"**/approvals/{approval}?done=approve")
+            assert "(shared token, console)" in await page.inner_text("main")
+
+            ran = await s.call_tool("calc", args)
+            assert ran.is_error is False, ran.content
+            assert ran.structured_content == {"result": 42}
+
+    code, out, err = host.cli("approvals", "show", approval, "--json")
+    assert code == 0, err
+    shown = json.loads(out)
+    assert shown["state"] == "consumed"
+    assert shown["asked_by"].startswith(provider["issuer"] + " "), shown["asked_by"]
+    assert [(d["proof"], d["channel"]) for d in shown["decisions"]] == [
+        ("os user", "cli"), ("shared token", "console")], shown["decisions"]
+    code, out, err = host.cli("audit", "--json", "--tool", "calc")
+    assert code == 0, err
+    kinds = {r["kind"]: r["data"] for r in json.loads(out)}
+    assert kinds["approval_counted"]["approver"]["proof"] == "os_user", kinds
+    assert kinds["approval_decided"]["approver"]["proof"] == "shared_token", kinds

@@ -5,7 +5,7 @@
 //! module never runs a call.
 
 use super::{ELICITATION_TIMEOUT, Server, input};
-use crate::approval::ApprovalDecision;
+use crate::approval::{ApprovalDecision, Decided};
 use crate::call::CallRequest;
 use crate::outcome::{CallResult, ErrorCode};
 use rmcp::RoleServer;
@@ -14,6 +14,7 @@ use rmcp::model::{
     InputRequiredResult,
 };
 use rmcp::service::{Peer, RequestContext};
+use toolwarden::caller::Caller;
 
 impl Server {
     /// What a person is shown to decide on approval `id`.
@@ -30,19 +31,34 @@ impl Server {
         ))
     }
 
-    /// Records a person's answer to approval `id`; `false` if it could not be.
-    pub(super) fn record_answer(&self, id: &str, decision: ApprovalDecision) -> bool {
+    /// Records the answer of the person behind the client to approval
+    /// `id`: the request's caller as its token proved it, or over stdio
+    /// the OS user who started this server. `false` if it did not count.
+    pub(super) fn record_answer(
+        &self,
+        id: &str,
+        decision: ApprovalDecision,
+        caller: Option<&Caller>,
+    ) -> bool {
         let reason = match decision {
             ApprovalDecision::Approve => "approved by the user of the MCP client",
             ApprovalDecision::Deny => "declined by the user of the MCP client",
         };
-        match self
-            .host
-            .records()
-            .decide(id, decision, Some(reason), crate::approval::Decider::Mcp)
-        {
-            Ok(Some(_)) => true,
-            Ok(None) => false,
+        let who = caller.cloned().unwrap_or_else(Caller::os_user);
+        match self.host.records().decide(
+            id,
+            decision,
+            Some(reason),
+            (crate::approval::Decider::Mcp, &who),
+        ) {
+            Ok(Decided::Now(_) | Decided::Counted { .. }) => true,
+            Ok(Decided::OwnCall(_)) => {
+                tracing::warn!(
+                    "approval {id} needs someone other than its caller; the client's answer was not counted"
+                );
+                false
+            }
+            Ok(Decided::Missing | Decided::Stale(_)) => false,
             Err(e) => {
                 tracing::error!("cannot record the answer to approval {id}: {e}");
                 false
@@ -52,7 +68,12 @@ impl Server {
 
     /// Asks the person behind a legacy client about a pending approval,
     /// mid-call, and records the answer. `false` when there was no answer.
-    pub(super) async fn elicit(&self, peer: &Peer<RoleServer>, id: &str) -> bool {
+    pub(super) async fn elicit(
+        &self,
+        peer: &Peer<RoleServer>,
+        id: &str,
+        caller: Option<&Caller>,
+    ) -> bool {
         let Some(params) = self.approval_question(id) else {
             return false;
         };
@@ -70,7 +91,7 @@ impl Server {
             Err(_) => return false,
         };
         match input::decision(&answer.action, answer.content.as_ref()) {
-            Some(decision) => self.record_answer(id, decision),
+            Some(decision) => self.record_answer(id, decision, caller),
             None => false,
         }
     }
@@ -127,7 +148,7 @@ impl Server {
             .and_then(|r| r.get(input::APPROVAL_INPUT))
             .and_then(input::reply_decision);
         if let Some(decision) = decision {
-            self.record_answer(&approval_id, decision);
+            self.record_answer(&approval_id, decision, request.caller.as_deref());
         }
         request.session = session;
         request.approval = Some(approval_id);

@@ -142,7 +142,7 @@ impl Server {
                     let Some(id) = result.approval_id.clone() else {
                         return result;
                     };
-                    if !self.elicit(&cx.peer, &id).await {
+                    if !self.elicit(&cx.peer, &id, request.caller.as_deref()).await {
                         return result;
                     }
                     request.approval = Some(id);

@@ -295,7 +295,7 @@ impl Server {
                     let Some(decision) = input::reply_decision(&reply) else {
                         return settle(result);
                     };
-                    self.record_answer(&id, decision);
+                    self.record_answer(&id, decision, request.caller.as_deref());
                     request.approval = Some(id);
                 }
                 Some(ErrorCode::InputRequired) => {

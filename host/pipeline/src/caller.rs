@@ -32,6 +32,10 @@ pub enum Proof {
     AccessToken { issuer: String },
     /// The server's one shared token (`--token-file`): whoever holds it.
     SharedToken,
+    /// The operating-system user this process runs as (its effective uid,
+    /// named by the system's user database): who is at the CLI, or who
+    /// started a host serving over stdio.
+    OsUser,
 }
 
 impl Caller {
@@ -43,6 +47,32 @@ impl Caller {
         match &self.proof {
             Proof::AccessToken { issuer } => format!("{issuer} {}", self.subject),
             Proof::SharedToken => "shared-token".into(),
+            Proof::OsUser => format!("os-user {}", self.subject),
+        }
+    }
+
+    /// The operating-system user this process runs as. Read once: a
+    /// process's effective user does not change under it.
+    pub fn os_user() -> Caller {
+        static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+        let name = NAME.get_or_init(|| {
+            whoami::username()
+                .unwrap_or_else(|_| format!("uid {}", rustix::process::geteuid().as_raw()))
+        });
+        Caller {
+            subject: name.clone(),
+            proof: Proof::OsUser,
+            scopes: Vec::new(),
+            claims: BTreeMap::new(),
+        }
+    }
+
+    /// How it was proven, in a word: what a person reviewing is shown.
+    pub fn proof_name(&self) -> &'static str {
+        match self.proof {
+            Proof::AccessToken { .. } => "access token",
+            Proof::SharedToken => "shared token",
+            Proof::OsUser => "os user",
         }
     }
 

@@ -3,8 +3,9 @@
 //! them directly, so reviewing an approval never compiles a plugin; the
 //! controller holds the same records for its calls.
 
-use crate::approval::{Approval, ApprovalDecision, Approvals, Decider};
+use crate::approval::{Approval, ApprovalDecision, Approvals, Decided, Decider};
 use crate::audit::{Audit, Event, Record, Redactor, Stats, Subject, Verification};
+use crate::caller::Caller;
 use crate::config::Config;
 use crate::error::Error;
 pub use crate::store::{AuditFilter, Copied, DB_FILE, HEAD_FILE, Head};
@@ -95,32 +96,47 @@ impl Records {
         self.approvals.get(id).map_err(state_error)
     }
 
-    /// Approves or denies a pending approval and records the decision in the
-    /// audit log. `None` if there is no such approval; the flag says whether
-    /// it changed (an approval already decided, or expired, stays as it is).
+    /// Records `who`'s decision (made at `by`) on a pending approval, and
+    /// in the audit log every decision that counted.
     pub fn decide(
         &self,
         id: &str,
         decision: ApprovalDecision,
         reason: Option<&str>,
-        by: Decider,
-    ) -> Result<Option<(Approval, bool)>, Error> {
+        (by, who): (Decider, &Caller),
+    ) -> Result<Decided, Error> {
         let decided = self
             .approvals
-            .decide(id, decision, reason, by)
+            .decide(id, decision, reason, (by, who))
             .map_err(state_error)?;
-        if let Some((approval, true)) = &decided {
+        let event = match &decided {
+            Decided::Now(_) => Event::ApprovalDecided {
+                approval_id: id.to_owned(),
+                approved: decision == ApprovalDecision::Approve,
+                reason: reason.map(str::to_owned),
+                by: by.as_str(),
+                approver: who.clone(),
+            },
+            Decided::Counted {
+                approval,
+                again: false,
+            } => Event::ApprovalCounted {
+                approval_id: id.to_owned(),
+                by: by.as_str(),
+                approver: who.clone(),
+                awaiting: approval.awaiting(),
+            },
+            Decided::Counted { again: true, .. }
+            | Decided::Missing
+            | Decided::Stale(_)
+            | Decided::OwnCall(_) => return Ok(decided),
+        };
+        if let Some(approval) = decided.approval() {
             let subject = Arc::new(Subject {
                 call_id: Arc::from(""),
                 session: Arc::from(approval.session.as_str()),
                 tool: Arc::from(approval.tool.as_str()),
             });
-            let event = Event::ApprovalDecided {
-                approval_id: id.to_owned(),
-                approved: decision == ApprovalDecision::Approve,
-                reason: reason.map(str::to_owned),
-                by: by.as_str(),
-            };
             self.audit.record_durably(&subject, vec![event])?;
         }
         Ok(decided)

@@ -1,7 +1,8 @@
 //! `toolwarden approvals list|show|approve|deny`.
 
 use crate::ExitStatus;
-use crate::approval::{Approval, ApprovalDecision};
+use crate::approval::{Approval, ApprovalDecision, Decided};
+use crate::caller::Caller;
 use crate::config::Config;
 use crate::error::Error;
 use crate::printer::{Printer, timestamp};
@@ -91,7 +92,31 @@ pub fn show(config: &Config, id: &str, json: bool, printer: Printer) -> Result<E
         ));
     }
     printer.out(format!("reason     {}", a.reason));
-    printer.out(format!("created    {}", timestamp(a.created_ms)));
+    printer.out(format!(
+        "created    {}{}",
+        timestamp(a.created_ms),
+        a.asked_by
+            .as_ref()
+            .map(|who| format!(" by {who}"))
+            .unwrap_or_default()
+    ));
+    if a.approvers_needed > 1 || !a.self_approval {
+        printer.out(format!("approvers  {}", a.approvers()));
+    }
+    for d in &a.decisions {
+        printer.out(format!(
+            "{}   {} ({}, {}) at {}{}",
+            if d.approved { "approved" } else { "denied  " },
+            d.name,
+            d.proof,
+            d.channel,
+            timestamp(d.decided_ms),
+            d.reason
+                .as_ref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default()
+        ));
+    }
     printer.out(format!("expires    {}", timestamp(a.expires_ms)));
     if let Some(why) = &a.decided_reason {
         printer.out(format!("decided    {why}"));
@@ -107,31 +132,54 @@ pub fn decide(
     printer: Printer,
 ) -> Result<ExitStatus, Error> {
     let records = Records::open(config)?;
-    match records.decide(
-        id,
-        decision,
-        reason.as_deref(),
-        crate::approval::Decider::Cli,
-    )? {
-        None => {
+    let at_cli = (crate::approval::Decider::Cli, &Caller::os_user());
+    match records.decide(id, decision, reason.as_deref(), at_cli)? {
+        Decided::Missing => {
             printer.error(
                 format!("there is no approval `{id}`"),
                 Some("`toolwarden approvals list` shows them all"),
             );
             Ok(ExitStatus::Error)
         }
-        Some((a, false)) => {
+        Decided::Stale(a) => {
             printer.error(
                 format!("approval `{id}` is {}; nothing changed", state(&a)),
                 Some("only a pending, unexpired approval can be decided"),
             );
             Ok(ExitStatus::Failure)
         }
-        Some((a, true)) if json => {
+        Decided::OwnCall(a) => {
+            printer.error(
+                format!(
+                    "you asked for this call (as {}), and the policy wants {} to approve it; \
+                     nothing changed",
+                    a.asked_by.as_deref().unwrap_or("its caller"),
+                    a.approvers()
+                ),
+                Some("another person approves it, with their own account"),
+            );
+            Ok(ExitStatus::Failure)
+        }
+        Decided::Counted { approval: a, .. } | Decided::Now(a) if json => {
             printer.json(&a);
             Ok(ExitStatus::Success)
         }
-        Some((a, true)) if decision == ApprovalDecision::Approve => {
+        Decided::Counted { approval: a, again } => {
+            printer.out(format!(
+                "{} `{id}` as {}; the policy wants {}, so `{}` waits for {} more",
+                if again {
+                    "you had already approved"
+                } else {
+                    "counted your approval of"
+                },
+                Caller::os_user().subject,
+                a.approvers(),
+                a.tool,
+                a.awaiting()
+            ));
+            Ok(ExitStatus::Success)
+        }
+        Decided::Now(a) if decision == ApprovalDecision::Approve => {
             printer.out(format!(
                 "approved `{id}`: `{}` may run once with exactly these arguments, in session `{}`, until {}.\n\
                  Run it with: toolwarden call {} '{}' --approval {id}",
@@ -143,7 +191,7 @@ pub fn decide(
             ));
             Ok(ExitStatus::Success)
         }
-        Some((a, true)) => {
+        Decided::Now(a) => {
             printer.out(format!(
                 "denied `{id}`: `{}` will not run with these arguments",
                 a.tool

@@ -1,8 +1,9 @@
 //! `toolwarden call TOOL [ARGS|-]`: one call through the full pipeline.
 
 use crate::ExitStatus;
-use crate::approval::ApprovalDecision;
+use crate::approval::{ApprovalDecision, Decided};
 use crate::call::{CallId, CallRequest, SessionId, Tracing};
+use crate::caller::Caller;
 use crate::config::Config;
 use crate::controller::Controller;
 use crate::error::Error;
@@ -279,18 +280,40 @@ fn prompt(host: &Controller, id: &str, printer: Printer) -> Result<bool, Error> 
         "y" | "yes" => (ApprovalDecision::Approve, "approved at the terminal prompt"),
         _ => (ApprovalDecision::Deny, "declined at the terminal prompt"),
     };
-    match host.records().decide(
-        id,
-        decision,
-        Some(reason),
-        crate::approval::Decider::Terminal,
-    )? {
-        Some(_) => Ok(true),
-        None => {
-            printer.warning(format!("approval `{id}` disappeared"), None);
+    let at_terminal = (crate::approval::Decider::Terminal, &Caller::os_user());
+    match host
+        .records()
+        .decide(id, decision, Some(reason), at_terminal)?
+    {
+        Decided::Now(_) => Ok(true),
+        Decided::Counted { approval, .. } => {
+            printer.note(format!(
+                "your approval is counted; the call waits for {} more: {}",
+                approval.awaiting(),
+                others_decide(id)
+            ));
+            Ok(false)
+        }
+        Decided::OwnCall(_) => {
+            printer.warning(
+                format!("approval `{id}` needs someone other than you to approve it"),
+                Some(&others_decide(id)),
+            );
+            Ok(false)
+        }
+        Decided::Stale(_) | Decided::Missing => {
+            printer.warning(format!("approval `{id}` is no longer pending"), None);
             Ok(false)
         }
     }
+}
+
+/// How the others a call waits for decide it.
+fn others_decide(id: &str) -> String {
+    format!(
+        "they approve it with `toolwarden approvals approve {id}` or in the console, and the \
+         same call, repeated, then runs once"
+    )
 }
 
 fn print(result: &CallResult, json: bool, printer: Printer) {

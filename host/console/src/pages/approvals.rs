@@ -71,7 +71,28 @@ fn approval_card(approval: &Approval, tools: &[std::sync::Arc<Tool>], csrf: &str
                 }
                 dt { "Why the policy asks" } dd { (visible(&approval.reason)) }
                 dt { "Rules that matched" } dd { (if approval.rules.is_empty() { "none" } else { &approval.rules }) }
-                dt { "Asked" } dd { (timestamp(approval.created_ms)) }
+                dt { "Asked" } dd {
+                    (timestamp(approval.created_ms))
+                    @if let Some(caller) = &approval.asked_by { " by " code { (visible(caller)) } }
+                }
+                @if approval.approvers_needed > 1 || !approval.self_approval {
+                    dt { "Approvers" } dd.approvers {
+                        (approvers(approval))
+                    }
+                }
+                @if !approval.decisions.is_empty() {
+                    dt { "Decisions" } dd.decisions {
+                        ul {
+                            @for d in &approval.decisions {
+                                li {
+                                    (if d.approved { "approved by " } else { "denied by " })
+                                    strong { (visible(&d.name)) }
+                                    " (" (d.proof) ", " (d.channel) ") at " (timestamp(d.decided_ms))
+                                }
+                            }
+                        }
+                    }
+                }
                 dt { "Expires" } dd {
                     (timestamp(approval.expires_ms)) " · "
                     @if pending { span.countdown data-expires=(approval.expires_ms) { "" } } @else { "—" }
@@ -89,6 +110,16 @@ fn approval_card(approval: &Approval, tools: &[std::sync::Arc<Tool>], csrf: &str
             }
             @if pending { (decide_forms(approval, csrf)) }
         }
+    }
+}
+
+/// Who must approve, and how many more a pending approval awaits.
+fn approvers(approval: &Approval) -> String {
+    match approval.awaiting() {
+        awaiting if approval.state == "pending" && awaiting > 0 => {
+            format!("{}; waiting for {awaiting} more", approval.approvers())
+        }
+        _ => approval.approvers(),
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::{Shared, blocking, csrf_refused, failure, missing, page, unavailable};
 use crate::Console;
-use crate::approval::{Approval, ApprovalDecision, Decider};
+use crate::approval::{Approval, ApprovalDecision, Decided, Decider};
 use crate::pages::{self};
 use crate::session::{self, Session};
 use axum::Extension;
@@ -13,6 +13,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use std::sync::Arc;
+use toolwarden::caller::Caller;
 
 fn approvals_of(
     console: &Console,
@@ -70,6 +71,13 @@ pub async fn approval(
                 Some("approve") => Some("Approved."),
                 Some("deny") => Some("Denied."),
                 Some("stale") => Some("It was already decided, or had expired: nothing changed."),
+                Some("counted") => {
+                    Some("Your approval is counted; the call waits for more people to approve it.")
+                }
+                Some("own") => Some(
+                    "You asked for this call, and the policy wants someone else to approve it: \
+                     nothing changed.",
+                ),
                 Some(_) | None => None,
             };
             page(pages::approval(&approval, &tools, &session.csrf, note))
@@ -108,7 +116,13 @@ async fn decide(
         console
             .host
             .records()
-            .decide(&target, decision, reason.as_deref(), Decider::Console)
+            // Whoever holds the console's token signed in: it proves no more.
+            .decide(
+                &target,
+                decision,
+                reason.as_deref(),
+                (Decider::Console, &Caller::shared_token()),
+            )
     })
     .await;
     let word = match decision {
@@ -116,13 +130,19 @@ async fn decide(
         ApprovalDecision::Deny => "deny",
     };
     match decided {
-        Ok(Ok(Some((_, true)))) => {
+        Ok(Ok(Decided::Now(_))) => {
             Redirect::to(&format!("/console/approvals/{id}?done={word}")).into_response()
         }
-        Ok(Ok(Some((_, false)))) => {
+        Ok(Ok(Decided::Counted { .. })) => {
+            Redirect::to(&format!("/console/approvals/{id}?done=counted")).into_response()
+        }
+        Ok(Ok(Decided::OwnCall(_))) => {
+            Redirect::to(&format!("/console/approvals/{id}?done=own")).into_response()
+        }
+        Ok(Ok(Decided::Stale(_))) => {
             Redirect::to(&format!("/console/approvals/{id}?done=stale")).into_response()
         }
-        Ok(Ok(None)) => missing(&id, &session.csrf),
+        Ok(Ok(Decided::Missing)) => missing(&id, &session.csrf),
         Ok(Err(e)) => failure(
             StatusCode::SERVICE_UNAVAILABLE,
             "not recorded",

@@ -18,10 +18,11 @@ mod section;
 
 pub use refusals::policy_refused;
 use refusals::{denied, host_error, mismatch, pending};
-pub use review::Approval;
+pub use review::{Approval, Decision};
 pub use section::{ApprovalSettings, ApprovalsSection, DEFAULT_APPROVAL_TTL};
 
 use crate::call::CallRequest;
+use crate::caller::Caller;
 use crate::capability::Grant;
 use crate::guards::AdmittedCall;
 use crate::materialize::Arguments;
@@ -29,7 +30,7 @@ use crate::outcome::{CallError, ErrorCode};
 use crate::policy::Clearance;
 use crate::presentation::Rendered;
 use crate::registry::Tool;
-use crate::store::{ApprovalRow, ApprovalState, Consumed, Store, StoreError, now_ms};
+use crate::store::{ApprovalRow, ApprovalState, Consumed, Store, StoreError, Vote, now_ms};
 use crate::workspace::Workspace;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -133,6 +134,36 @@ pub enum ApprovalDecision {
     Deny,
 }
 
+/// What one person's decision did to an approval.
+#[derive(Clone, Debug)]
+pub enum Decided {
+    /// There is no such approval.
+    Missing,
+    /// Already decided, used or expired: nothing changed.
+    Stale(Approval),
+    /// The person asked for the call themselves, and the rules that asked
+    /// want someone else to approve it: nothing changed.
+    OwnCall(Approval),
+    /// Their approval is counted (`again`: it was already), and the call
+    /// waits for more people.
+    Counted { approval: Approval, again: bool },
+    /// It is approved (every approver needed said yes) or denied, now.
+    Now(Approval),
+}
+
+impl Decided {
+    /// The approval as it is after the decision, if there is one.
+    pub fn approval(&self) -> Option<&Approval> {
+        match self {
+            Decided::Missing => None,
+            Decided::Stale(a)
+            | Decided::OwnCall(a)
+            | Decided::Now(a)
+            | Decided::Counted { approval: a, .. } => Some(a),
+        }
+    }
+}
+
 /// What the approval step did to the approval book, for the audit log.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ApprovalStep {
@@ -174,6 +205,13 @@ impl Approvals {
             });
         }
         let now = now_ms();
+        // Who asked: what the caller's channel proved, else the OS user of
+        // this process (stdio, the CLI and the library run as the person
+        // who started them).
+        let caller = request
+            .caller
+            .as_ref()
+            .map_or_else(|| Caller::os_user().identity(), |c| c.identity());
         let this_call = ApprovalRow {
             id: uuid::Uuid::now_v7().to_string(),
             tool: tool.spec.name.clone(),
@@ -201,6 +239,9 @@ impl Approvals {
                 .join(","),
             preview: None,
             bound_files: String::new(),
+            caller,
+            quorum: i64::from(decision.approvers.quorum),
+            self_approval: decision.approvers.self_approval,
         };
         let ask = |noted: &mut Vec<ApprovalStep>| {
             self.store.insert_approval(&this_call).map_err(host_error)?;
@@ -379,12 +420,28 @@ impl Approvals {
 
     /// Every approval, newest first.
     pub fn list(&self) -> Result<Vec<Approval>, StoreError> {
+        let mut votes: std::collections::HashMap<String, Vec<Vote>> = Default::default();
+        for (id, vote) in self.store.votes(None)? {
+            votes.entry(id).or_default().push(vote);
+        }
         Ok(self
             .store
             .approvals()?
             .into_iter()
-            .map(Approval::from)
+            .map(|row| {
+                let decisions = votes.remove(&row.id).unwrap_or_default();
+                Approval::new(row, decisions)
+            })
             .collect())
+    }
+
+    /// Approval `row` with the decisions on it.
+    fn reviewed(&self, row: ApprovalRow) -> Result<Approval, StoreError> {
+        let votes = self.store.votes(Some(&row.id))?;
+        Ok(Approval::new(
+            row,
+            votes.into_iter().map(|(_, vote)| vote).collect(),
+        ))
     }
 
     /// Changes whenever an approval is asked, decided or used.
@@ -393,25 +450,41 @@ impl Approvals {
     }
 
     pub fn get(&self, id: &str) -> Result<Option<Approval>, StoreError> {
-        Ok(self.store.approval(id)?.map(Approval::from))
+        self.store
+            .approval(id)?
+            .map(|row| self.reviewed(row))
+            .transpose()
     }
 
-    /// Approves or denies a pending approval. Returns it as it is now, and
-    /// whether this call changed it (a decided or expired one stays as is).
+    /// Records `who`'s decision on a pending approval, decided at `by`:
+    /// a denial decides it, an approval once every approver it needs said
+    /// yes.
     pub fn decide(
         &self,
         id: &str,
         decision: ApprovalDecision,
         reason: Option<&str>,
-        by: Decider,
-    ) -> Result<Option<(Approval, bool)>, StoreError> {
-        let state = match decision {
-            ApprovalDecision::Approve => ApprovalState::Approved,
-            ApprovalDecision::Deny => ApprovalState::Denied,
+        (by, who): (Decider, &Caller),
+    ) -> Result<Decided, StoreError> {
+        let now = now_ms();
+        let vote = Vote {
+            approver: who.identity(),
+            name: who.subject.clone(),
+            proof: who.proof_name().to_owned(),
+            channel: by.as_str().to_owned(),
+            approve: decision == ApprovalDecision::Approve,
+            reason: reason.map(str::to_owned),
+            decided_ms: now,
         };
-        let row = self
-            .store
-            .decide_approval(id, state, reason, by.as_str(), now_ms())?;
-        Ok(row.map(|(row, changed)| (Approval::from(row), changed)))
+        Ok(match self.store.decide_approval(id, &vote, now)? {
+            crate::store::Decided::Missing => Decided::Missing,
+            crate::store::Decided::Stale(row) => Decided::Stale(self.reviewed(row)?),
+            crate::store::Decided::OwnCall(row) => Decided::OwnCall(self.reviewed(row)?),
+            crate::store::Decided::Counted { row, again, .. } => Decided::Counted {
+                approval: self.reviewed(row)?,
+                again,
+            },
+            crate::store::Decided::Now(row) => Decided::Now(self.reviewed(row)?),
+        })
     }
 }

@@ -3,8 +3,36 @@
 
 use super::{Held, held};
 use crate::presentation::Rendered;
-use crate::store::{ApprovalRow, ApprovalState, now_ms};
+use crate::store::{ApprovalRow, ApprovalState, Vote, now_ms};
 use serde::Serialize;
+
+/// One person's decision on an approval, as far as their channel proved
+/// who they are.
+#[derive(Clone, Debug, Serialize)]
+pub struct Decision {
+    /// Their name: a token's subject, an OS user name, or `shared-token`.
+    pub name: String,
+    /// How the name was proven: `access token`, `shared token`, `os user`.
+    pub proof: String,
+    /// Where they decided: `cli`, `terminal`, `mcp` or `console`.
+    pub channel: String,
+    pub approved: bool,
+    pub reason: Option<String>,
+    pub decided_ms: i64,
+}
+
+impl From<Vote> for Decision {
+    fn from(vote: Vote) -> Decision {
+        Decision {
+            name: vote.name,
+            proof: vote.proof,
+            channel: vote.channel,
+            approved: vote.approve,
+            reason: vote.reason,
+            decided_ms: vote.decided_ms,
+        }
+    }
+}
 
 /// An approval as a person reviews it: exactly what would run.
 #[derive(Clone, Debug, Serialize)]
@@ -28,9 +56,19 @@ pub struct Approval {
     pub profile: Option<String>,
     pub state: &'static str,
     pub decided_reason: Option<String>,
-    /// Who decided: `cli`, `terminal`, `mcp` (an MCP client's form) or
-    /// `console`.
+    /// Where it was decided: `cli`, `terminal`, `mcp` (an MCP client's
+    /// form) or `console`.
     pub decided_by: Option<String>,
+    /// Who asked: the caller's identity as its channel proved it (an
+    /// access token's issuer and subject, `shared-token`), or the OS user
+    /// of the process the call came to (`os-user NAME`).
+    pub asked_by: Option<String>,
+    /// Distinct people who must approve before the call runs.
+    pub approvers_needed: i64,
+    /// Whether the caller may be one of them.
+    pub self_approval: bool,
+    /// Every person's decision so far, oldest first.
+    pub decisions: Vec<Decision>,
     pub created_ms: i64,
     pub expires_ms: i64,
     pub decided_ms: Option<i64>,
@@ -50,9 +88,34 @@ pub struct Approval {
     pub rehearsed: Option<String>,
 }
 
-impl From<ApprovalRow> for Approval {
-    fn from(row: ApprovalRow) -> Approval {
+impl Approval {
+    /// How many more distinct people must approve before the call may run.
+    pub fn awaiting(&self) -> i64 {
+        let approved = self.decisions.iter().filter(|d| d.approved).count();
+        (self.approvers_needed - approved as i64).max(0)
+    }
+
+    /// Who must approve, as a person reads it: "2 distinct people, not the
+    /// one who asked".
+    pub fn approvers(&self) -> String {
+        let people = match self.approvers_needed {
+            1 => "1 person".to_owned(),
+            n => format!("{n} distinct people"),
+        };
+        if self.self_approval {
+            people
+        } else {
+            format!("{people}, not the one who asked")
+        }
+    }
+
+    /// The approval `row`, with the decisions people made on it.
+    pub(super) fn new(row: ApprovalRow, votes: Vec<Vote>) -> Approval {
         Approval {
+            asked_by: Some(row.caller).filter(|c| !c.is_empty()),
+            approvers_needed: row.quorum,
+            self_approval: row.self_approval,
+            decisions: votes.into_iter().map(Decision::from).collect(),
             expired: row.expires_ms <= now_ms()
                 && matches!(row.state, ApprovalState::Pending | ApprovalState::Approved),
             args: serde_json::from_str(&row.args).unwrap_or(serde_json::Value::String(row.args)),

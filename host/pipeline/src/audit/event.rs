@@ -61,6 +61,17 @@ pub enum Event {
         reason: Option<String>,
         /// Where the person decided (`cli`, `terminal`, `mcp`, `console`).
         by: &'static str,
+        /// Who decided, as far as that channel proved it.
+        approver: crate::caller::Caller,
+    },
+    /// A person approved a call that needs more approvers than have
+    /// approved so far: it still waits.
+    ApprovalCounted {
+        approval_id: String,
+        by: &'static str,
+        approver: crate::caller::Caller,
+        /// How many more distinct people must approve.
+        awaiting: i64,
     },
     ApprovalConsumed {
         approval_id: String,
@@ -151,6 +162,7 @@ impl Event {
             Event::Refused { .. } => "refused",
             Event::ApprovalAsked { .. } => "approval_asked",
             Event::ApprovalDecided { .. } => "approval_decided",
+            Event::ApprovalCounted { .. } => "approval_counted",
             Event::ApprovalConsumed { .. } => "approval_consumed",
             Event::Request(_) => "request",
             Event::Retried(_) => "retried",

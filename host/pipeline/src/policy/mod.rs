@@ -12,9 +12,9 @@ mod index;
 mod rule;
 mod section;
 
+pub use rule::{Approvers, Caller, MAX_APPROVERS, Miss, Rule, RuleDef, RuleMatch, Verdict, Who};
 #[cfg(test)]
 pub use rule::{ArgPattern, NetMatch};
-pub use rule::{Caller, Miss, Rule, RuleDef, RuleMatch, Verdict, Who};
 pub use section::RuleSection;
 
 use crate::capability::SandboxMode;
@@ -63,6 +63,9 @@ pub struct Decision {
     /// Some rules depend on argument values, so a call may be decided
     /// differently than this (only when no arguments were given).
     pub depends_on_args: bool,
+    /// For `ask`: who must approve, as every matching `ask` rule wants it.
+    #[serde(skip_serializing_if = "Approvers::is_default")]
+    pub approvers: Approvers,
 }
 
 /// What one rule made of a call, once the dangerous-tool rule is applied.
@@ -254,6 +257,7 @@ impl Policy {
         let network = self.network(spec, plugin);
         let dangerous = spec.risk == Risk::Dangerous;
         let mut deciding: Option<&Rule> = None;
+        let mut approvers = Approvers::default();
         let mut matched = RuleNumbers::new();
         let mut depends_on_args = false;
         let checked: Vec<usize> = if each.is_some() {
@@ -277,6 +281,9 @@ impl Policy {
             };
             if seen == Seen::Matched {
                 matched.push(rule.index() + 1);
+                if rule.verdict() == Verdict::Ask {
+                    approvers = approvers.stricter(rule.approvers());
+                }
                 if deciding.is_none_or(|d| rule.verdict() > d.verdict()) {
                     deciding = Some(rule);
                 }
@@ -291,6 +298,11 @@ impl Policy {
                 matched,
                 reason: rule.describe(),
                 depends_on_args,
+                approvers: if rule.verdict() == Verdict::Ask {
+                    approvers
+                } else {
+                    Approvers::default()
+                },
             },
             None if dangerous => Decision {
                 verdict: Verdict::Deny,
@@ -303,6 +315,7 @@ impl Policy {
                     name = spec.name
                 )),
                 depends_on_args,
+                approvers: Approvers::default(),
             },
             None => Decision {
                 verdict: Verdict::Deny,
@@ -314,6 +327,7 @@ impl Policy {
                     name = spec.name
                 )),
                 depends_on_args,
+                approvers: Approvers::default(),
             },
         };
         (decision, network)

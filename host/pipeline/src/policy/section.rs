@@ -2,7 +2,7 @@
 //! it becomes a [`RuleDef`]. The policy step owns its section; `config`
 //! hands each table here with its line.
 
-use super::rule::{ArgPattern, NetMatch, RuleDef, Verdict};
+use super::rule::{Approvers, ArgPattern, NetMatch, RuleDef, Verdict};
 use crate::settings::SettingError;
 use crate::spec::{Effect, FsNeed, Risk};
 use serde::Deserialize;
@@ -24,12 +24,16 @@ pub struct RuleSection {
     #[serde(default)]
     when: BTreeMap<String, toml::Value>,
     decision: Verdict,
+    /// For `ask`: how many distinct people must approve each call.
+    approvers: Option<u8>,
+    /// For `ask`: whether the caller may be one of them.
+    self_approval: Option<bool>,
     reason: String,
 }
 
 impl RuleSection {
     pub const KEYS: &str = "tools, plugin, risk, effects, filesystem, network, nested, parent, caller, when, decision, \
-         reason";
+         approvers, self_approval, reason";
 
     /// The rule, which starts at `line` of the file.
     pub fn resolve(self, line: usize) -> Result<RuleDef, SettingError> {
@@ -58,6 +62,10 @@ impl RuleSection {
             filesystem: self.filesystem,
             when,
             verdict: self.decision,
+            approvers: Approvers {
+                quorum: self.approvers.unwrap_or(1),
+                self_approval: self.self_approval.unwrap_or(true),
+            },
             reason: self.reason,
         })
     }

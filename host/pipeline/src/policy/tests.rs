@@ -774,3 +774,45 @@ fn caller_rules_match_on_who_the_agent_is() {
         assert!(compiled.is_err(), "{bad} is refused");
     }
 }
+
+#[test]
+fn who_approves_is_the_strictest_matching_ask_rules_and_part_of_the_fingerprint() {
+    let section = |text: &str| -> RuleDef {
+        toml::from_str::<RuleSection>(text)
+            .unwrap()
+            .resolve(1)
+            .unwrap()
+    };
+    let quorum = "tools = [\"calc\"]\ndecision = \"ask\"\napprovers = 3\nreason = \"three people\"";
+    let others = "tools = [\"c*\"]\ndecision = \"ask\"\nself_approval = false\nreason = \"others\"";
+    let plain = "tools = [\"calc\"]\ndecision = \"ask\"\nreason = \"three people\"";
+    let both = policy(vec![section(quorum), section(others)]);
+    let decided = both.evaluate(&spec("calc"), "calc.wasm", None);
+    assert_eq!(
+        decided.approvers,
+        crate::policy::Approvers {
+            quorum: 3,
+            self_approval: false
+        }
+    );
+    assert_eq!(
+        both.evaluate(&spec("cat"), "calc.wasm", None)
+            .approvers
+            .quorum,
+        1,
+        "only the rules that match count"
+    );
+    // An allow or deny wins over ask: no one approves, so no one is needed.
+    let denied = policy(vec![section(quorum), rule(&["ca*"], Verdict::Deny)]);
+    assert!(
+        denied
+            .evaluate(&spec("calc"), "calc.wasm", None)
+            .approvers
+            .is_default()
+    );
+    assert_ne!(
+        policy(vec![section(quorum)]).fingerprint(),
+        policy(vec![section(plain)]).fingerprint(),
+        "an approval asked under one quorum does not fit another"
+    );
+}

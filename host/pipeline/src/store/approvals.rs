@@ -68,6 +68,14 @@ pub struct ApprovalRow {
     /// asked: a JSON object of path -> SHA-256 (`null`: the file did not
     /// exist). `""`: none.
     pub bound_files: String,
+    /// Who asked: the identity of the call's caller as its channel proved
+    /// it, or of the OS user of the process it came to (`""`: asked
+    /// before approvers were recorded).
+    pub caller: String,
+    /// Distinct approvers needed before the call may run.
+    pub quorum: i64,
+    /// Whether the caller may be one of them.
+    pub self_approval: bool,
 }
 
 /// What an attempt to consume an approval found.
@@ -118,9 +126,9 @@ impl ApprovalRow {
 
 pub(super) const COLUMNS: &str = "id, tool, args, args_digest, session, plugin_sha256, grant_fs, policy_hash, reason, \
                        state, decided_reason, created_ms, expires_ms, decided_ms, consumed_ms, grant_net, decided_by, rules, profile, \
-                       preview, bound_files";
+                       preview, bound_files, caller, quorum, self_approval";
 
-fn from_row(r: &Row<'_>) -> rusqlite::Result<ApprovalRow> {
+pub(super) fn from_row(r: &Row<'_>) -> rusqlite::Result<ApprovalRow> {
     Ok(ApprovalRow {
         id: r.get(0)?,
         tool: r.get(1)?,
@@ -143,6 +151,9 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<ApprovalRow> {
         profile: r.get(18)?,
         preview: r.get(19)?,
         bound_files: r.get(20)?,
+        caller: r.get(21)?,
+        quorum: r.get(22)?,
+        self_approval: r.get(23)?,
     })
 }
 
@@ -155,7 +166,7 @@ impl Store {
         }
         self.conn()
             .execute(
-                &format!("INSERT INTO approvals ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"),
+                &format!("INSERT INTO approvals ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)"),
                 params![
                     row.id,
                     row.tool,
@@ -177,7 +188,10 @@ impl Store {
                     row.rules,
                     row.profile,
                     row.preview,
-                    row.bound_files
+                    row.bound_files,
+                    row.caller,
+                    row.quorum,
+                    row.self_approval
                 ],
             )
             .map(drop)
@@ -260,7 +274,8 @@ impl Store {
         self.conn()
             .query_row(
                 "SELECT count(*) + coalesce(max(created_ms), 0) + coalesce(sum(decided_ms), 0) \
-                 + coalesce(sum(consumed_ms), 0) + count(preview) FROM approvals",
+                 + coalesce(sum(consumed_ms), 0) + count(preview) \
+                 + (SELECT count(*) FROM approval_votes) FROM approvals",
                 [],
                 |r| r.get(0),
             )
@@ -304,44 +319,6 @@ impl Store {
             )
             .map(drop)
             .map_err(|e| self.error(e))
-    }
-
-    /// Moves a pending, unexpired approval to approved or denied. Returns
-    /// the row as it is afterwards and whether this call changed it.
-    pub fn decide_approval(
-        &self,
-        id: &str,
-        state: ApprovalState,
-        reason: Option<&str>,
-        by: &str,
-        now_ms: i64,
-    ) -> Result<Option<(ApprovalRow, bool)>, StoreError> {
-        if let Some(shared) = &self.shared {
-            return shared
-                .decide_approval(id, state, reason, by, now_ms)
-                .map_err(|e| self.shared_error(e));
-        }
-        let mut conn = self.conn();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| self.error(e))?;
-        let changed = tx
-            .execute(
-                "UPDATE approvals SET state = ?2, decided_reason = ?3, decided_ms = ?4, decided_by = ?5 \
-             WHERE id = ?1 AND state = 'pending' AND expires_ms > ?4",
-                params![id, state.as_str(), reason, now_ms, by],
-            )
-            .map_err(|e| self.error(e))?;
-        let row = tx
-            .query_row(
-                &format!("SELECT {COLUMNS} FROM approvals WHERE id = ?1"),
-                [id],
-                from_row,
-            )
-            .optional()
-            .map_err(|e| self.error(e))?;
-        tx.commit().map_err(|e| self.error(e))?;
-        Ok(row.map(|row| (row, changed == 1)))
     }
 
     /// Consumes approval `id` for the call `expected` describes, at most once
@@ -396,10 +373,10 @@ impl Store {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn row() -> ApprovalRow {
+    pub(in crate::store) fn row() -> ApprovalRow {
         ApprovalRow {
             id: "a".into(),
             tool: "t".into(),
@@ -422,6 +399,9 @@ mod tests {
             profile: String::new(),
             preview: None,
             bound_files: String::new(),
+            caller: "os-user alice".into(),
+            quorum: 1,
+            self_approval: true,
         }
     }
 

@@ -16,6 +16,7 @@ mod keys;
 mod owners;
 mod shared;
 mod tallies;
+mod votes;
 
 pub use approvals::{ApprovalRow, ApprovalState, Binding, Consumed};
 pub use audit::{AuditFilter, AuditRow, Checkpoint, NewAuditRow};
@@ -24,6 +25,7 @@ pub use head::{HEAD_FILE, Head};
 pub use keys::KeyState;
 pub use shared::{Copied, NewReservation, Shared, SharedError, SharedSettings, StoreSection};
 pub use tallies::{AuditTallies, CountRow, PERCENTILES, RankRow, SessionRow, nearest_rank};
+pub use votes::{Decided, Vote};
 
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
@@ -35,7 +37,7 @@ pub const DB_FILE: &str = "toolwarden.db";
 /// How long a writer waits for another process's transaction.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bump with every migration below.
-const SCHEMA_VERSION: i64 = 9;
+const SCHEMA_VERSION: i64 = 10;
 
 const MIGRATION_1: &str = "
 CREATE TABLE audit (
@@ -139,6 +141,25 @@ CREATE TABLE session_owners (
     session    TEXT PRIMARY KEY,
     owner      TEXT NOT NULL,
     claimed_ms INTEGER NOT NULL
+);
+";
+
+/// Approvals record who asked and who must approve, and every person's
+/// decision on them (see `votes`).
+const MIGRATION_10: &str = "
+ALTER TABLE approvals ADD COLUMN caller TEXT NOT NULL DEFAULT '';
+ALTER TABLE approvals ADD COLUMN quorum INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE approvals ADD COLUMN self_approval INTEGER NOT NULL DEFAULT 1;
+CREATE TABLE approval_votes (
+    approval_id TEXT NOT NULL,
+    approver    TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    proof       TEXT NOT NULL,
+    channel     TEXT NOT NULL,
+    approve     INTEGER NOT NULL,
+    reason      TEXT,
+    decided_ms  INTEGER NOT NULL,
+    PRIMARY KEY (approval_id, approver)
 );
 ";
 
@@ -292,6 +313,7 @@ impl Store {
             (7, MIGRATION_7),
             (8, MIGRATION_8),
             (9, MIGRATION_9),
+            (10, MIGRATION_10),
         ] {
             if version >= to {
                 continue;

@@ -73,7 +73,7 @@ impl CallerMatcher {
 }
 
 /// What a `caller` key names of a caller: its `subject`, `issuer` (of an
-/// access token), `proof` (`access_token`, `shared_token`), or the claim
+/// access token), `proof` (`access_token`, `shared_token`, `os_user`), or the claim
 /// of that name (each string of a list claim; a number or boolean as its
 /// JSON text). Nothing for a claim the caller does not carry.
 fn values<'a>(identity: &'a Identity, key: &str) -> Vec<std::borrow::Cow<'a, str>> {
@@ -87,11 +87,12 @@ fn values<'a>(identity: &'a Identity, key: &str) -> Vec<std::borrow::Cow<'a, str
         "subject" => vec![Cow::Borrowed(identity.subject.as_str())],
         "issuer" => match &identity.proof {
             Proof::AccessToken { issuer } => vec![Cow::Borrowed(issuer.as_str())],
-            Proof::SharedToken => Vec::new(),
+            Proof::SharedToken | Proof::OsUser => Vec::new(),
         },
         "proof" => vec![Cow::Borrowed(match identity.proof {
             Proof::AccessToken { .. } => "access_token",
             Proof::SharedToken => "shared_token",
+            Proof::OsUser => "os_user",
         })],
         claim => match identity.claims.get(claim) {
             Some(Value::Array(items)) => items.iter().filter_map(scalar).collect(),

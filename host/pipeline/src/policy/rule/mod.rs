@@ -8,7 +8,8 @@
 //! of the tool that made it; only nested calls match), `caller` (who the
 //! agent is, as its channel proved it: the token's subject, issuer, or a
 //! claim `[auth] claims` names) and `when` (argument values by JSON
-//! pointer).
+//! pointer). An `ask` rule may also say who must approve: `approvers`
+//! (distinct people) and `self_approval` (whether the caller may).
 
 use super::PolicyError;
 use crate::canonical_url::{CanonicalUrl, UrlPattern};
@@ -21,11 +22,13 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+mod approvers;
 mod identity;
 mod matched;
 mod shown;
 mod when;
 
+pub use approvers::{Approvers, MAX_APPROVERS};
 use identity::CallerMatcher;
 pub use identity::Who;
 pub use matched::{Miss, RuleMatch};
@@ -98,6 +101,8 @@ pub struct RuleDef {
     pub caller: Option<BTreeMap<String, Vec<String>>>,
     pub when: BTreeMap<String, ArgPattern>,
     pub verdict: Verdict,
+    /// Who must approve, for an `ask` rule.
+    pub approvers: Approvers,
     pub reason: String,
 }
 
@@ -179,6 +184,25 @@ impl Rule {
                 ));
             }
         }
+        if def.verdict != Verdict::Ask && !def.approvers.is_default() {
+            return Err(error(
+                format!(
+                    "`approvers` and `self_approval` say who approves a call, and this rule \
+                     decides `{}`, so no one is asked",
+                    def.verdict.as_str()
+                ),
+                "use them with decision = \"ask\", or drop them",
+            ));
+        }
+        if !(1..=MAX_APPROVERS).contains(&def.approvers.quorum) {
+            return Err(error(
+                format!(
+                    "`approvers = {}` is not between 1 and {MAX_APPROVERS}",
+                    def.approvers.quorum
+                ),
+                "e.g. approvers = 2: two distinct people must approve each call",
+            ));
+        }
         let tools = def
             .tools
             .as_deref()
@@ -251,6 +275,10 @@ impl Rule {
 
     pub fn verdict(&self) -> Verdict {
         self.def.verdict
+    }
+
+    pub fn approvers(&self) -> Approvers {
+        self.def.approvers
     }
 
     /// Whether the rule lists `tool` by its exact name (not only by a glob).

@@ -162,6 +162,9 @@ impl Rule {
             if let Some(caller) = callers(&d.caller) {
                 object.insert("caller".into(), serde_json::json!(caller));
             }
+            if !d.approvers.is_default() {
+                object.insert("approvers".into(), serde_json::json!(d.approvers));
+            }
         }
         fingerprint.to_string()
     }

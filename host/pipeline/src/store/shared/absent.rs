@@ -11,8 +11,8 @@
 use super::{Copied, NewReservation, SharedError};
 use crate::settings::SettingError;
 use crate::store::{
-    ApprovalRow, ApprovalState, AuditFilter, AuditRow, Checkpoint, Consumed, ExecutionGroup,
-    ExecutionRow, KeyState, NewAuditRow, Store,
+    ApprovalRow, AuditFilter, AuditRow, Checkpoint, Consumed, Decided, ExecutionGroup,
+    ExecutionRow, KeyState, NewAuditRow, Store, Vote,
 };
 use std::ops::ControlFlow;
 use std::path::PathBuf;
@@ -87,14 +87,11 @@ impl Shared {
         match *self {}
     }
 
-    pub fn decide_approval(
-        &self,
-        _: &str,
-        _: ApprovalState,
-        _: Option<&str>,
-        _: &str,
-        _: i64,
-    ) -> Result<Option<(ApprovalRow, bool)>, SharedError> {
+    pub fn decide_approval(&self, _: &str, _: &Vote, _: i64) -> Result<Decided, SharedError> {
+        match *self {}
+    }
+
+    pub fn votes(&self, _: Option<&str>) -> Result<Vec<(String, Vote)>, SharedError> {
         match *self {}
     }
 

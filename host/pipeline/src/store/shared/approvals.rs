@@ -62,7 +62,8 @@ impl Shared {
         let client = self.client()?;
         let row = wait(client.query_one(
             "SELECT (count(*) + coalesce(max(created_ms), 0) + coalesce(sum(decided_ms), 0) \
-             + coalesce(sum(consumed_ms), 0) + count(preview))::BIGINT FROM approvals",
+             + coalesce(sum(consumed_ms), 0) + count(preview) \
+             + (SELECT count(*) FROM approval_votes))::BIGINT FROM approvals",
             &[],
         ))?;
         Ok(row.try_get(0)?)
@@ -84,30 +85,6 @@ impl Shared {
             &[&id, &now],
         ))?;
         Ok(())
-    }
-
-    pub fn decide_approval(
-        &self,
-        id: &str,
-        state: ApprovalState,
-        reason: Option<&str>,
-        by: &str,
-        now_ms: i64,
-    ) -> Result<Option<(ApprovalRow, bool)>, SharedError> {
-        let client = self.client()?;
-        let changed = wait(client.query_opt(
-            &format!(
-                "UPDATE approvals SET state = $2, decided_reason = $3, decided_ms = $4, \
-                 decided_by = $5 WHERE id = $1 AND state = 'pending' AND expires_ms > $4 \
-                 RETURNING {COLUMNS}"
-            ),
-            &[&id, &state.as_str(), &reason, &now_ms, &by],
-        ))?;
-        if let Some(row) = changed {
-            return Ok(Some((from_row(&row)?, true)));
-        }
-        drop(client);
-        Ok(self.approval(id)?.map(|row| (row, false)))
     }
 
     /// Consumes approval `id` for the call `expected` describes, at most
@@ -167,7 +144,7 @@ pub(super) async fn insert_approval(
         .execute(
             &format!(
                 "INSERT INTO approvals ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, \
-                 $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)"
+                 $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)"
             ),
             &[
                 &row.id,
@@ -191,6 +168,9 @@ pub(super) async fn insert_approval(
                 &row.profile,
                 &row.preview,
                 &row.bound_files,
+                &row.caller,
+                &row.quorum,
+                &row.self_approval,
             ],
         )
         .await?;
@@ -220,5 +200,8 @@ pub(super) fn from_row(r: &Row) -> Result<ApprovalRow, SharedError> {
         profile: r.try_get(18)?,
         preview: r.try_get(19)?,
         bound_files: r.try_get(20)?,
+        caller: r.try_get(21)?,
+        quorum: r.try_get(22)?,
+        self_approval: r.try_get(23)?,
     })
 }

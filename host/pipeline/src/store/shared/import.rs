@@ -47,6 +47,9 @@ impl Shared {
                 insert_approval(&tx, &row).await?;
                 copied.approvals += 1;
             }
+            for (id, vote) in from.votes(None).map_err(source)? {
+                super::votes::insert_vote(&tx, &id, &vote, "DO NOTHING").await?;
+            }
             let base = from.audit_checkpoint().map_err(source)?;
             if let Some(base) = &base {
                 tx.execute(

@@ -45,6 +45,8 @@ mod schema;
 mod settings;
 #[cfg(feature = "postgres")]
 mod tallies;
+#[cfg(feature = "postgres")]
+mod votes;
 
 #[cfg(not(feature = "postgres"))]
 mod absent;

@@ -6,7 +6,7 @@ use super::SharedError;
 use tokio_postgres::Client;
 
 /// Bump with every migration below.
-pub(super) const SCHEMA_VERSION: i32 = 5;
+pub(super) const SCHEMA_VERSION: i32 = 6;
 
 pub(super) const MIGRATION_1: &str = "
 CREATE TABLE approvals (
@@ -108,6 +108,25 @@ CREATE TABLE session_owners (
 );
 ";
 
+/// Approvals record who asked and who must approve, and every person's
+/// decision on them (see `votes`).
+pub(super) const MIGRATION_6: &str = "
+ALTER TABLE approvals ADD COLUMN caller TEXT NOT NULL DEFAULT '';
+ALTER TABLE approvals ADD COLUMN quorum BIGINT NOT NULL DEFAULT 1;
+ALTER TABLE approvals ADD COLUMN self_approval BOOLEAN NOT NULL DEFAULT true;
+CREATE TABLE approval_votes (
+    approval_id TEXT NOT NULL,
+    approver    TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    proof       TEXT NOT NULL,
+    channel     TEXT NOT NULL,
+    approve     BOOLEAN NOT NULL,
+    reason      TEXT,
+    decided_ms  BIGINT NOT NULL,
+    PRIMARY KEY (approval_id, approver)
+);
+";
+
 pub(super) async fn migrate(client: &mut Client) -> Result<(), SharedError> {
     let tx = client.transaction().await?;
     tx.execute(
@@ -140,6 +159,7 @@ pub(super) async fn migrate(client: &mut Client) -> Result<(), SharedError> {
         (3, MIGRATION_3),
         (4, MIGRATION_4),
         (5, MIGRATION_5),
+        (6, MIGRATION_6),
     ] {
         if version < to {
             tx.batch_execute(migration).await?;
