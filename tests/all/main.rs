@@ -32,6 +32,7 @@ mod policy;
 mod previews;
 mod profiles;
 mod questions;
+mod rate_limits;
 mod registry;
 mod retry;
 mod sandbox;

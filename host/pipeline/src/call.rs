@@ -336,6 +336,15 @@ impl CallRequest {
         self
     }
 
+    /// Who asks for the call, as one text two askers share only if they
+    /// are the same: what its channel proved (see
+    /// `crate::caller::Caller::identity`), else the OS user this process
+    /// runs as (stdio, the CLI and the library run as whoever started
+    /// them). What approvals record as the caller and rate limits count.
+    pub fn who_asks(&self) -> String {
+        crate::caller::Caller::identity_of(self.caller.as_deref())
+    }
+
     /// Sees and calls only the tools of profile `name`.
     pub fn with_profile(mut self, name: impl Into<Arc<str>>) -> Self {
         self.profile = Some(name.into());

@@ -51,6 +51,13 @@ impl Caller {
         }
     }
 
+    /// Who asks, as [`Caller::identity`] reads: `caller`, or without a
+    /// proven one the OS user this process runs as (stdio, the CLI and the
+    /// library run as whoever started them).
+    pub fn identity_of(caller: Option<&Caller>) -> String {
+        caller.map_or_else(|| Caller::os_user().identity(), Caller::identity)
+    }
+
     /// The operating-system user this process runs as. Read once: a
     /// process's effective user does not change under it.
     pub fn os_user() -> Caller {

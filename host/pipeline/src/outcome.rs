@@ -65,6 +65,10 @@ pub enum ErrorCode {
     /// The call named a session another caller owns; nothing of that
     /// session was touched.
     SessionNotYours,
+    /// The caller made as many calls of the tool as a `[[rate_limit]]`
+    /// allows in its window; nothing ran. The message says when the next
+    /// one may.
+    RateLimited,
     /// The tool asked the person a question (the `ask` import) that nobody
     /// has answered yet: the question is in the result; the call stopped
     /// there and runs again from the start once it has an answer.
@@ -99,6 +103,7 @@ impl ErrorCode {
             ErrorCode::CallCycle => "CALL_CYCLE",
             ErrorCode::SessionNotYours => "SESSION_NOT_YOURS",
             ErrorCode::InputRequired => "INPUT_REQUIRED",
+            ErrorCode::RateLimited => "RATE_LIMITED",
         }
     }
 
@@ -115,7 +120,8 @@ impl ErrorCode {
             | ErrorCode::CredentialMissing
             | ErrorCode::NestingLimit
             | ErrorCode::CallCycle
-            | ErrorCode::SessionNotYours => Status::Denied,
+            | ErrorCode::SessionNotYours
+            | ErrorCode::RateLimited => Status::Denied,
             ErrorCode::ApprovalUnavailable | ErrorCode::ApprovalRequired => Status::PendingApproval,
             ErrorCode::UnknownTool
             | ErrorCode::InvalidArgs
@@ -320,6 +326,7 @@ mod tests {
             ErrorCode::CallCycle,
             ErrorCode::InputRequired,
             ErrorCode::SessionNotYours,
+            ErrorCode::RateLimited,
         ];
         // A new code does not compile here until it has the next position
         // in `all` (and its spelling in the snapshot below).
@@ -349,6 +356,7 @@ mod tests {
             ErrorCode::CallCycle => 22,
             ErrorCode::InputRequired => 23,
             ErrorCode::SessionNotYours => 24,
+            ErrorCode::RateLimited => 25,
         };
         for (i, code) in all.iter().enumerate() {
             assert_eq!(position(*code), i, "{code:?} is out of place");
@@ -361,7 +369,7 @@ mod tests {
              DUPLICATE_CALL TOOL_FAILED \
              TOOL_CRASHED TIMEOUT OUT_OF_FUEL MEMORY_LIMIT CANCELLED OUTPUT_TOO_LARGE \
              INVALID_TOOL_OUTPUT HOST_ERROR CREDENTIAL_MISSING NESTING_LIMIT CALL_CYCLE \
-             INPUT_REQUIRED SESSION_NOT_YOURS"
+             INPUT_REQUIRED SESSION_NOT_YOURS RATE_LIMITED"
         );
         for code in all {
             let json = serde_json::to_value(code).unwrap();

@@ -205,13 +205,6 @@ impl Approvals {
             });
         }
         let now = now_ms();
-        // Who asked: what the caller's channel proved, else the OS user of
-        // this process (stdio, the CLI and the library run as the person
-        // who started them).
-        let caller = request
-            .caller
-            .as_ref()
-            .map_or_else(|| Caller::os_user().identity(), |c| c.identity());
         let this_call = ApprovalRow {
             id: uuid::Uuid::now_v7().to_string(),
             tool: tool.spec.name.clone(),
@@ -239,7 +232,7 @@ impl Approvals {
                 .join(","),
             preview: None,
             bound_files: String::new(),
-            caller,
+            caller: request.who_asks(),
             quorum: i64::from(decision.approvers.quorum),
             self_approval: decision.approvers.self_approval,
         };

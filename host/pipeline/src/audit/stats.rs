@@ -26,6 +26,8 @@ pub struct ToolStats {
     pub rates: BTreeMap<String, f64>,
     pub duplicates_refused: u64,
     pub budget_stops: u64,
+    /// Calls refused by a `[[rate_limit]]`.
+    pub rate_limited: u64,
     /// Attempts that failed and were run again (`[retry]`).
     pub retries: u64,
     pub approvals: ApprovalStats,
@@ -114,6 +116,7 @@ pub fn stats(tallies: AuditTallies) -> Stats {
             match outcome.as_str() {
                 "DUPLICATE_CALL" => tool.duplicates_refused += n,
                 "BUDGET_EXCEEDED" => tool.budget_stops += n,
+                "RATE_LIMITED" => tool.rate_limited += n,
                 "APPROVAL_EXPIRED" => tool.approvals.expired += n,
                 _ => {}
             }
@@ -234,6 +237,7 @@ mod tests {
             refused("DUPLICATE_CALL"),
             call("b"),
             refused("BUDGET_EXCEEDED"),
+            refused("RATE_LIMITED"),
             ("s", "t", "approval_asked", json!({})),
             ("", "t", "approval_decided", json!({ "approved": false })),
             ("", "t", "approval_decided", json!({ "approved": true })),
@@ -242,10 +246,18 @@ mod tests {
             ("s", "u", "policy", json!({})),
         ]);
         let t = &stats.tools["t"];
-        assert_eq!(t.calls, 5);
+        assert_eq!(t.calls, 6);
         assert_eq!(t.outcomes["ok"], 2);
-        assert_eq!(t.rates["ok"], 0.4);
-        assert_eq!((t.duplicates_refused, t.budget_stops, t.retries), (1, 1, 1));
+        assert_eq!(t.rates["ok"], 0.3333, "rounded to four places");
+        assert_eq!(
+            (
+                t.duplicates_refused,
+                t.budget_stops,
+                t.rate_limited,
+                t.retries
+            ),
+            (1, 1, 1, 1)
+        );
         assert_eq!(
             t.approvals,
             ApprovalStats {

@@ -211,6 +211,7 @@ impl ConfigBuilder {
             audit_batch_window: parsed.audit.batch_window,
             audit_retention,
             budget: parsed.budget,
+            rate_limits: parsed.rate_limits,
             mcp_list_denied: parsed.mcp_list_denied,
             mcp_tasks: parsed.mcp_tasks,
             mcp_sessions: parsed.mcp_sessions,

@@ -28,7 +28,7 @@ use crate::approval::{ApprovalSettings, ApprovalsSection};
 use crate::audit::{AuditSection, AuditSettings};
 use crate::egress::{CredentialSection, Credentials, NetworkSection, NetworkSettings};
 use crate::error::Error;
-use crate::guards::{Budget, BudgetSection};
+use crate::guards::{Budget, BudgetSection, RateLimitSection, RateLimits};
 use crate::idempotency::IdempotencySection;
 use crate::limits::{Limits, LimitsSection};
 use crate::nesting::{ComposeSection, Nesting};
@@ -73,6 +73,8 @@ struct FileConfig {
     profile: std::collections::BTreeMap<String, Spanned<ProfileSection>>,
     #[serde(default)]
     rule: Vec<Spanned<RuleSection>>,
+    #[serde(default)]
+    rate_limit: Vec<Spanned<RateLimitSection>>,
     store: Option<Spanned<StoreSection>>,
     auth: Option<Spanned<super::auth::AuthSection>>,
 }
@@ -156,6 +158,7 @@ pub(super) struct Parsed {
     pub approvals: ApprovalSettings,
     pub audit: AuditSettings,
     pub budget: Budget,
+    pub rate_limits: RateLimits,
     pub mcp_list_denied: bool,
     pub mcp_sessions: super::McpSessions,
     pub mcp_tasks: super::McpTasks,
@@ -255,6 +258,7 @@ fn keys_of_table_above(text: &str, offset: usize) -> Option<(String, &'static st
         "profile" => ProfileSection::KEYS,
         "store" => StoreSection::KEYS,
         "rule" => RuleSection::KEYS,
+        "rate_limit" => RateLimitSection::KEYS,
         "auth" => super::auth::AuthSection::KEYS,
         _ => return None,
     };
@@ -341,6 +345,12 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         AuditSettings::default,
     )?;
     let budget = section(text, file.budget, BudgetSection::resolve, Budget::default)?;
+    let mut rate_limits = Vec::with_capacity(file.rate_limit.len());
+    for limit in file.rate_limit {
+        let line = line_of(text, limit.span().start);
+        let limit = limit.into_inner().resolve(line);
+        rate_limits.push(limit.map_err(|e| FileError::from_setting(Some(line), e))?);
+    }
     let max_parallel = section(
         text,
         file.scheduler,
@@ -405,6 +415,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         approvals,
         audit,
         budget,
+        rate_limits: RateLimits(rate_limits),
         mcp_list_denied,
         mcp_sessions,
         mcp_tasks,

@@ -62,6 +62,8 @@ pub struct Config {
     pub(crate) audit_batch_window: std::time::Duration,
     pub(crate) audit_retention: crate::audit::Retention,
     pub(crate) budget: crate::guards::Budget,
+    /// Calls per caller and tool over windows (`[[rate_limit]]`).
+    pub(crate) rate_limits: crate::guards::RateLimits,
     pub(crate) mcp_list_denied: bool,
     pub(crate) mcp_sessions: McpSessions,
     pub(crate) mcp_tasks: McpTasks,

@@ -308,7 +308,9 @@ impl Controller {
             }
         });
         trail.begin("guards");
-        let (admitted, reservation) = self.guards.check(authorized, &request.session)?;
+        let (admitted, reservation) = self
+            .guards
+            .check(authorized, (&request.session, request.caller.as_deref()))?;
         trail.end(|| "sandbox mode, paths, budgets and duplicates: passed".into());
         trail.begin("approval");
         let mut noted = Vec::new();

@@ -39,7 +39,7 @@ impl Controller {
         );
         let guards = Guards::new(
             config.sandbox,
-            config.budget.clone(),
+            (config.budget.clone(), config.rate_limits.clone()),
             records.store(),
             Arc::clone(&config.egress),
             config.limits.longest_hold(),

@@ -15,16 +15,21 @@
 //! - credentials: a tool that declares a credential the config does not
 //!   define does not run (`CREDENTIAL_MISSING`);
 //! - budget: per-session call counts and run time, and repeated calls with
-//!   the same arguments (see [`budget`]); passing it reserves the call's unit.
+//!   the same arguments (see [`budget`]); passing it reserves the call's unit;
+//! - rate: calls per caller and tool over a sliding window, counted in the
+//!   store across hosts (see [`rate`]); passing it takes the call's units.
 //!
 //! The sandbox enforces the same boundaries on its own; guards refuse early,
 //! with a message that says why, and keep the refusal out of the plugin.
 
 mod budget;
+mod rate;
 
 pub use budget::{Budget, BudgetSection, MAX_RESIDENT_SESSIONS, Reservation};
+pub use rate::{RateLimitSection, RateLimits};
 
 use crate::call::SessionId;
+use crate::caller::Caller;
 use crate::capability::SandboxMode;
 use crate::egress::Egress;
 use crate::outcome::{CallError, ErrorCode};
@@ -40,6 +45,8 @@ pub struct Guards {
     sandbox: SandboxMode,
     budget: Budget,
     ledger: Arc<budget::Ledger>,
+    rates: RateLimits,
+    store: Arc<Store>,
     /// Which credentials the config defines.
     egress: Arc<Egress>,
 }
@@ -61,7 +68,7 @@ impl Guards {
     /// stay reserved (`Limits::longest_hold`).
     pub fn new(
         sandbox: SandboxMode,
-        budget: Budget,
+        (budget, rates): (Budget, RateLimits),
         store: Arc<Store>,
         egress: Arc<Egress>,
         lease: std::time::Duration,
@@ -69,18 +76,21 @@ impl Guards {
         Guards {
             sandbox,
             budget,
-            ledger: Arc::new(budget::Ledger::new(store, lease)),
+            ledger: Arc::new(budget::Ledger::new(Arc::clone(&store), lease)),
+            rates,
+            store,
             egress,
         }
     }
 
     /// Pipeline step: refuses the call if any guard objects. Admission
-    /// reserves the call's unit of its session's budget; hand the
+    /// reserves the call's unit of its session's budget and of the rate
+    /// limits that count it for `caller` (see `Caller::identity_of`); hand the
     /// reservation to the call's end, or drop it if the call does not run.
     pub fn check(
         &self,
         call: AuthorizedCall,
-        session: &SessionId,
+        (session, caller): (&SessionId, Option<&Caller>),
     ) -> Result<(AdmittedCall, Reservation), CallError> {
         let resolved = call.call().resolved();
         let tool = resolved.tool();
@@ -154,6 +164,7 @@ impl Guards {
         let reservation =
             self.ledger
                 .reserve(&self.budget, session, tool, resolved.args().shared_digest())?;
-        Ok((AdmittedCall { call }, reservation))
+        let rate = self.rates.take(&self.store, &tool.spec.name, caller)?;
+        Ok((AdmittedCall { call }, reservation.with_rate(rate)))
     }
 }

@@ -14,6 +14,7 @@ mod executions;
 mod head;
 mod keys;
 mod owners;
+mod rates;
 mod shared;
 mod tallies;
 mod votes;
@@ -23,6 +24,7 @@ pub use audit::{AuditFilter, AuditRow, Checkpoint, NewAuditRow};
 pub use executions::{ExecutionGroup, ExecutionRow, SharedBudget};
 pub use head::{HEAD_FILE, Head};
 pub use keys::KeyState;
+pub use rates::{RateKey, RateTaken};
 pub use shared::{Copied, NewReservation, Shared, SharedError, SharedSettings, StoreSection};
 pub use tallies::{AuditTallies, CountRow, PERCENTILES, RankRow, SessionRow, nearest_rank};
 pub use votes::{Decided, Vote};
@@ -37,7 +39,7 @@ pub const DB_FILE: &str = "toolwarden.db";
 /// How long a writer waits for another process's transaction.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bump with every migration below.
-const SCHEMA_VERSION: i64 = 10;
+const SCHEMA_VERSION: i64 = 11;
 
 const MIGRATION_1: &str = "
 CREATE TABLE audit (
@@ -161,6 +163,17 @@ CREATE TABLE approval_votes (
     decided_ms  INTEGER NOT NULL,
     PRIMARY KEY (approval_id, approver)
 );
+";
+
+/// The calls rate limits count (see `rates`).
+const MIGRATION_11: &str = "
+CREATE TABLE rate_units (
+    id    INTEGER PRIMARY KEY AUTOINCREMENT,
+    key   TEXT NOT NULL,
+    ts_ms INTEGER NOT NULL
+);
+CREATE INDEX rate_units_key ON rate_units(key, ts_ms);
+CREATE INDEX rate_units_ts ON rate_units(ts_ms);
 ";
 
 /// A database failure, with the database it concerns (the SQLite file, or
@@ -314,6 +327,7 @@ impl Store {
             (8, MIGRATION_8),
             (9, MIGRATION_9),
             (10, MIGRATION_10),
+            (11, MIGRATION_11),
         ] {
             if version >= to {
                 continue;

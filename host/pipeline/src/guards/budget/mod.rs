@@ -85,6 +85,9 @@ pub struct Reservation {
     /// The session's run time is limited: a shared unit is given its
     /// call's run time as soon as it is known.
     timed: bool,
+    /// The call's units of the rate limits that count it (see
+    /// `guards::rate`): kept once it runs, given back with this if not.
+    rate: Option<super::rate::RateHold>,
 }
 
 impl Reservation {
@@ -94,9 +97,18 @@ impl Reservation {
         self.settle(ran_for, false)
     }
 
+    /// Holds the call's rate units with its budget unit.
+    pub(in crate::guards) fn with_rate(mut self, rate: Option<super::rate::RateHold>) -> Self {
+        self.rate = rate;
+        self
+    }
+
     /// The call ran for `ran_for`; `asked`: it stopped at a question.
     fn settle(mut self, ran_for: Duration, asked: bool) -> ExecutionRow {
         self.spent = true;
+        if let Some(rate) = self.rate.take() {
+            rate.keep();
+        }
         let us = ran_for.as_micros().min(i64::MAX as u128) as u64;
         if let Some(totals) = self.ledger.lock().totals.get_mut(&self.session) {
             totals.run_us += us;
@@ -231,6 +243,7 @@ impl Ledger {
             spent: false,
             shared,
             timed: budget.max_run_time.is_some(),
+            rate: None,
         })
     }
 

@@ -12,7 +12,7 @@ use super::{Copied, NewReservation, SharedError};
 use crate::settings::SettingError;
 use crate::store::{
     ApprovalRow, AuditFilter, AuditRow, Checkpoint, Consumed, Decided, ExecutionGroup,
-    ExecutionRow, KeyState, NewAuditRow, Store, Vote,
+    ExecutionRow, KeyState, NewAuditRow, RateKey, RateTaken, Store, Vote,
 };
 use std::ops::ControlFlow;
 use std::path::PathBuf;
@@ -92,6 +92,14 @@ impl Shared {
     }
 
     pub fn votes(&self, _: Option<&str>) -> Result<Vec<(String, Vote)>, SharedError> {
+        match *self {}
+    }
+
+    pub fn take_rate(&self, _: &[RateKey], _: i64, _: i64) -> Result<RateTaken, SharedError> {
+        match *self {}
+    }
+
+    pub fn give_back_rate(&self, _: &[i64]) -> Result<(), SharedError> {
         match *self {}
     }
 

@@ -38,6 +38,8 @@ mod owners;
 #[cfg(feature = "postgres")]
 mod pool;
 #[cfg(feature = "postgres")]
+mod rates;
+#[cfg(feature = "postgres")]
 mod request_states;
 #[cfg(feature = "postgres")]
 mod schema;

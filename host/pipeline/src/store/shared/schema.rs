@@ -6,7 +6,7 @@ use super::SharedError;
 use tokio_postgres::Client;
 
 /// Bump with every migration below.
-pub(super) const SCHEMA_VERSION: i32 = 6;
+pub(super) const SCHEMA_VERSION: i32 = 7;
 
 pub(super) const MIGRATION_1: &str = "
 CREATE TABLE approvals (
@@ -127,6 +127,17 @@ CREATE TABLE approval_votes (
 );
 ";
 
+/// The calls rate limits count (see `rates`).
+pub(super) const MIGRATION_7: &str = "
+CREATE TABLE rate_units (
+    id    BIGSERIAL PRIMARY KEY,
+    key   TEXT NOT NULL,
+    ts_ms BIGINT NOT NULL
+);
+CREATE INDEX rate_units_key ON rate_units(key, ts_ms);
+CREATE INDEX rate_units_ts ON rate_units(ts_ms);
+";
+
 pub(super) async fn migrate(client: &mut Client) -> Result<(), SharedError> {
     let tx = client.transaction().await?;
     tx.execute(
@@ -160,6 +171,7 @@ pub(super) async fn migrate(client: &mut Client) -> Result<(), SharedError> {
         (4, MIGRATION_4),
         (5, MIGRATION_5),
         (6, MIGRATION_6),
+        (7, MIGRATION_7),
     ] {
         if version < to {
             tx.batch_execute(migration).await?;
