@@ -2,7 +2,10 @@
 //! issuer publishes, then its claims (issuer, audience, expiry, not-before,
 //! subject) and the scopes `[auth]` requires. The signature is checked
 //! before any claim is believed, so a forged token learns nothing about
-//! which claim would have passed.
+//! which claim would have passed. A token that passed is taken on trust
+//! for a minute at most, and never past its expiry (`remembered`).
+
+mod remembered;
 
 use crate::Refusal;
 use crate::issuer::Issuer;
@@ -19,6 +22,7 @@ const MAX_TOKEN: usize = 16 << 10;
 pub struct Authority {
     settings: AuthSettings,
     issuer: Issuer,
+    remembered: remembered::Remembered,
 }
 
 impl std::fmt::Debug for Authority {
@@ -33,14 +37,22 @@ impl Authority {
     pub fn new(settings: AuthSettings) -> Result<Authority, String> {
         crate::ring_verifier::install();
         let issuer = Issuer::new(&settings.issuer)?;
-        Ok(Authority { settings, issuer })
+        Ok(Authority {
+            settings,
+            issuer,
+            remembered: Default::default(),
+        })
     }
 
     #[cfg(test)]
     pub(crate) fn with_keys(settings: AuthSettings, keys: crate::keys::KeySet) -> Authority {
         crate::ring_verifier::install();
         let issuer = Issuer::with_keys(&settings.issuer, keys);
-        Authority { settings, issuer }
+        Authority {
+            settings,
+            issuer,
+            remembered: Default::default(),
+        }
     }
 
     pub fn settings(&self) -> &AuthSettings {
@@ -54,6 +66,14 @@ impl Authority {
                 "it is longer than {MAX_TOKEN} bytes"
             )));
         }
+        if let Some(caller) = self.remembered.get(token) {
+            return Ok(caller);
+        }
+        self.verify(token).await
+    }
+
+    /// Every check of `token`, and if it passes, remembering it.
+    async fn verify(&self, token: &str) -> Result<Caller, Refusal> {
         let algorithm = algorithm_of(token)?;
         let header = jsonwebtoken::decode_header(token).map_err(|e| malformed(&e))?;
         let key = self.issuer.key(header.kid.as_deref(), algorithm).await?;
@@ -85,14 +105,17 @@ impl Authority {
             .iter()
             .filter_map(|name| Some((name.clone(), claims.get(name)?.clone())))
             .collect();
-        Ok(Caller {
+        let caller = Caller {
             subject,
             proof: Proof::AccessToken {
                 issuer: self.settings.issuer.clone(),
             },
             scopes,
             claims: kept,
-        })
+        };
+        self.remembered
+            .keep(token, &caller, claims.get("exp").and_then(Value::as_u64));
+        Ok(caller)
     }
 }
 

@@ -57,6 +57,10 @@ fn header() -> serde_json::Value {
 }
 
 fn authority(minter: &Minter) -> Authority {
+    with_leeway(minter, 60)
+}
+
+fn with_leeway(minter: &Minter, leeway_seconds: u64) -> Authority {
     let set = json!({"keys": [minter.jwk("k1")]}).to_string();
     Authority::with_keys(
         AuthSettings {
@@ -65,7 +69,7 @@ fn authority(minter: &Minter) -> Authority {
             resource: None,
             scopes: vec!["tools:call".into()],
             claims: vec!["groups".into()],
-            leeway_seconds: 60,
+            leeway_seconds,
         },
         KeySet::parse(set.as_bytes()).unwrap(),
     )
@@ -242,4 +246,32 @@ async fn what_is_not_a_token_is_malformed() {
         authority.check(&huge).await.unwrap_err().code(),
         "AUTH_TOKEN_MALFORMED"
     );
+}
+
+#[tokio::test]
+async fn a_checked_token_is_taken_on_trust_until_it_expires_and_no_further() {
+    let minter = Minter::new();
+    let strict = with_leeway(&minter, 0);
+    let token = minter.sign(header(), with(|c| c["exp"] = json!(now() + 2)));
+    assert_eq!(strict.check(&token).await.unwrap().subject, "alice");
+    assert_eq!(strict.remembered.len(), 1);
+    let again = strict.check(&token).await.unwrap();
+    assert_eq!(again.claims["groups"], json!(["oncall"]), "the same caller");
+    // One byte changed is another token: checked, and refused.
+    let mut tampered = token.clone().into_bytes();
+    let last = tampered.len() - 2;
+    tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(tampered).unwrap();
+    assert!(strict.check(&tampered).await.is_err());
+    tokio::time::sleep(std::time::Duration::from_millis(3100)).await;
+    assert!(
+        matches!(strict.check(&token).await, Err(Refusal::Expired)),
+        "remembered no longer than its exp"
+    );
+
+    // A token accepted only thanks to the leeway is not taken on trust.
+    let lenient = authority(&minter);
+    let lapsed = minter.sign(header(), with(|c| c["exp"] = json!(now() - 5)));
+    assert!(lenient.check(&lapsed).await.is_ok());
+    assert_eq!(lenient.remembered.len(), 0);
 }
