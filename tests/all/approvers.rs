@@ -200,6 +200,16 @@ fn at_the_cli_the_os_user_may_not_approve_their_own_call_when_a_rule_says_so() {
     );
     let (_, shown, _) = run_cli(t.cli().args(["approvals", "show", &id]));
     assert!(shown.contains(&format!("by os-user {me}")), "{shown}");
+    let (_, listed, _) = run_cli(t.cli().args(["approvals", "list"]));
+    assert!(
+        listed.contains(&format!("{id}  pending    0/1")),
+        "{listed}"
+    );
+    let (_, explained, _) = run_cli(t.cli().args(["policy", "explain", "calc", ADD]));
+    assert!(
+        explained.contains("decision: ask\napprovers: 1 person, not the one who asked"),
+        "{explained}"
+    );
     assert!(
         shown.contains("approvers  1 person, not the one who asked"),
         "{shown}"

@@ -27,14 +27,16 @@ pub fn list(config: &Config, json: bool, printer: Printer) -> Result<ExitStatus,
         return Ok(ExitStatus::Success);
     }
     printer.out(format!(
-        "{:36}  {:9}  {:24}  {:20}  EXPIRES",
-        "ID", "STATE", "TOOL", "CREATED"
+        "{:36}  {:9}  {:9}  {:24}  {:20}  EXPIRES",
+        "ID", "STATE", "APPROVED", "TOOL", "CREATED"
     ));
     for a in &approvals {
+        let approved = a.decisions.iter().filter(|d| d.approved).count();
         printer.out(format!(
-            "{:36}  {:9}  {:24}  {:20}  {}",
+            "{:36}  {:9}  {:9}  {:24}  {:20}  {}",
             a.id,
             state(a),
+            format!("{approved}/{}", a.approvers_needed),
             a.tool,
             timestamp(a.created_ms),
             timestamp(a.expires_ms)

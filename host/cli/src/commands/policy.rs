@@ -69,6 +69,9 @@ pub fn explain(
     }
     let decision = &explanation.decision;
     printer.out(format!("decision: {}", decision.verdict.as_str()));
+    if !decision.approvers.is_default() {
+        printer.out(format!("approvers: {}", decision.approvers.describe()));
+    }
     printer.out(format!("reason: {}", decision.reason));
     Ok(ExitStatus::Success)
 }

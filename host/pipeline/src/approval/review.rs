@@ -98,15 +98,7 @@ impl Approval {
     /// Who must approve, as a person reads it: "2 distinct people, not the
     /// one who asked".
     pub fn approvers(&self) -> String {
-        let people = match self.approvers_needed {
-            1 => "1 person".to_owned(),
-            n => format!("{n} distinct people"),
-        };
-        if self.self_approval {
-            people
-        } else {
-            format!("{people}, not the one who asked")
-        }
+        crate::policy::Approvers::describe_raw(self.approvers_needed, self.self_approval)
     }
 
     /// The approval `row`, with the decisions people made on it.

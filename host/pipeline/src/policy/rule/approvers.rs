@@ -40,4 +40,22 @@ impl Approvers {
     pub fn is_default(&self) -> bool {
         *self == Approvers::default()
     }
+
+    /// How a person reads it: "2 distinct people, not the one who asked".
+    pub fn describe(&self) -> String {
+        Approvers::describe_raw(i64::from(self.quorum), self.self_approval)
+    }
+
+    /// [`Approvers::describe`] for an approval's stored values.
+    pub fn describe_raw(quorum: i64, self_approval: bool) -> String {
+        let people = match quorum {
+            1 => "1 person".to_owned(),
+            n => format!("{n} distinct people"),
+        };
+        if self_approval {
+            people
+        } else {
+            format!("{people}, not the one who asked")
+        }
+    }
 }
