@@ -377,9 +377,10 @@ def test_a_plain_http_issuer_on_another_machine_is_refused(host):
 
 async def test_a_quorum_of_two_others_approves_a_token_callers_call(host, provider, tmp_path, browser):
     """`approvers = 2` and `self_approval = false`: the caller (a token from
-    the provider) answers its own elicitation and is not counted; the OS
-    user at the CLI and a person in the console (Chromium, signed in with
-    the shared token) are two approvers, and the call runs once."""
+    the provider) is not asked to approve its own call (its client's form
+    would not count); the OS user at the CLI and a person in the console
+    (Chromium, signed in with the shared token) are two approvers, and the
+    call runs once."""
     from mcp import types
 
     from test_console import signed_in
@@ -410,7 +411,7 @@ reason = "two others sign off"
                 ClientSession(r, w, elicitation_callback=approve_own) as s:
             await s.initialize()
             waiting = await s.call_tool("calc", args)
-            assert asked, "the caller's client was asked"
+            assert asked == [], "the caller is not asked to approve its own call"
             assert waiting.is_error, waiting.content
             toolwarden = waiting.meta["toolwarden"]
             assert toolwarden["code"] == "APPROVAL_REQUIRED", toolwarden

@@ -205,3 +205,31 @@ async def test_an_approval_form_accepted_without_a_choice_is_no_answer(host):
     code, stdout, stderr = host.cli("approvals", "list", "--json")
     assert code == 0, stderr
     assert {a["state"] for a in json.loads(stdout)} == {"pending"}
+
+
+async def test_an_answer_counted_towards_a_quorum_is_asked_once_and_the_call_waits(host):
+    """`approvers = 2`: the stdio client's answer counts as one approver (the
+    OS user who started the server); the call waits for a second person
+    instead of asking the same one again, and the same OS user approving at
+    the CLI is still one approver."""
+    (host.workspace / "toolwarden.toml").write_text(
+        '[[rule]]\ntools = ["calc"]\ndecision = "ask"\napprovers = 2\nreason = "two people"\n')
+    asked = []
+
+    async def approve(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content=APPROVE)
+
+    async with Client(host.server(), elicitation_callback=approve) as client:
+        res = await client.call_tool("calc", {"op": "add", "a": 1, "b": 2})
+        assert res.is_error is True, res.content
+        assert meta(res)["code"] == "APPROVAL_REQUIRED"
+        assert len(asked) == 1, "a counted answer is not asked for again"
+        approval = meta(res)["approval_id"]
+    code, out, err = host.cli("approvals", "approve", approval)
+    assert code == 0, err
+    assert "you had already approved" in out and "waits for 1 more" in out, out
+    code, out, err = host.cli("approvals", "show", approval, "--json")
+    shown = json.loads(out)
+    assert shown["state"] == "pending"
+    assert [(d["proof"], d["channel"]) for d in shown["decisions"]] == [("os user", "mcp")]

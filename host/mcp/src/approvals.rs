@@ -17,9 +17,19 @@ use rmcp::service::{Peer, RequestContext};
 use toolwarden::caller::Caller;
 
 impl Server {
-    /// What a person is shown to decide on approval `id`.
-    pub(super) fn approval_question(&self, id: &str) -> Option<ElicitRequestParams> {
+    /// What the person behind `caller`'s client is shown to decide on
+    /// approval `id`; none when their decision could add nothing (they
+    /// decided already, or the rules want someone other than the caller),
+    /// so they are not asked again and again.
+    pub(super) fn approval_question(
+        &self,
+        id: &str,
+        caller: Option<&Caller>,
+    ) -> Option<ElicitRequestParams> {
         let approval = self.host.records().approval(id).ok()??;
+        if !approval.awaits(&Caller::identity_of(caller)) {
+            return None;
+        }
         input::approval_form(format!(
             "toolwarden asks you to approve one call (approval {}).\n\ntool: {}\narguments: {}\ncapability: filesystem {}, network {}\nwhy the policy asks: {}\n\nChoose \"Approve this one call\" to let it run once, or \"Deny\".",
             approval.id,
@@ -33,7 +43,11 @@ impl Server {
 
     /// Records the answer of the person behind the client to approval
     /// `id`: the request's caller as its token proved it, or over stdio
-    /// the OS user who started this server. `false` if it did not count.
+    /// the OS user who started this server. `true` when the call should be
+    /// tried again: the answer decided the approval, or someone else had
+    /// (the retry says how). `false` when it waits for others, counted
+    /// towards a quorum or not counted at all: asking this person again
+    /// would not change that.
     pub(super) fn record_answer(
         &self,
         id: &str,
@@ -51,14 +65,22 @@ impl Server {
             Some(reason),
             (crate::approval::Decider::Mcp, &who),
         ) {
-            Ok(Decided::Now(_) | Decided::Counted { .. }) => true,
+            Ok(Decided::Now(_)) => true,
+            Ok(Decided::Counted { approval, .. }) => {
+                tracing::info!(
+                    "approval {id} counted the client's answer and waits for {} more",
+                    approval.awaiting()
+                );
+                false
+            }
             Ok(Decided::OwnCall(_)) => {
                 tracing::warn!(
                     "approval {id} needs someone other than its caller; the client's answer was not counted"
                 );
                 false
             }
-            Ok(Decided::Missing | Decided::Stale(_)) => false,
+            Ok(Decided::Stale(_)) => true,
+            Ok(Decided::Missing) => false,
             Err(e) => {
                 tracing::error!("cannot record the answer to approval {id}: {e}");
                 false
@@ -74,7 +96,7 @@ impl Server {
         id: &str,
         caller: Option<&Caller>,
     ) -> bool {
-        let Some(params) = self.approval_question(id) else {
+        let Some(params) = self.approval_question(id, caller) else {
             return false;
         };
         let answer = match tokio::time::timeout(
@@ -106,7 +128,7 @@ impl Server {
         request: &CallRequest,
     ) -> Option<CallToolResponse> {
         cx.client_capabilities()?.elicitation.as_ref()?;
-        let question = self.approval_question(&id)?;
+        let question = self.approval_question(&id, request.caller.as_deref())?;
         let state = self.states.issue(input::Pending::Approval {
             approval_id: id,
             session: request.session.clone(),

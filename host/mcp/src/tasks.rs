@@ -280,7 +280,7 @@ impl Server {
                     let Some(id) = result.approval_id.clone() else {
                         return settle(result);
                     };
-                    let Some(form) = self.approval_question(&id) else {
+                    let Some(form) = self.approval_question(&id, request.caller.as_deref()) else {
                         return settle(result);
                     };
                     let reply = task
@@ -295,7 +295,9 @@ impl Server {
                     let Some(decision) = input::reply_decision(&reply) else {
                         return settle(result);
                     };
-                    self.record_answer(&id, decision, request.caller.as_deref());
+                    if !self.record_answer(&id, decision, request.caller.as_deref()) {
+                        return settle(result);
+                    }
                     request.approval = Some(id);
                 }
                 Some(ErrorCode::InputRequired) => {

@@ -10,6 +10,9 @@ use serde::Serialize;
 /// who they are.
 #[derive(Clone, Debug, Serialize)]
 pub struct Decision {
+    /// Who, as one text two people share only if they are the same (see
+    /// `Caller::identity`).
+    pub identity: String,
     /// Their name: a token's subject, an OS user name, or `shared-token`.
     pub name: String,
     /// How the name was proven: `access token`, `shared token`, `os user`.
@@ -24,6 +27,7 @@ pub struct Decision {
 impl From<Vote> for Decision {
     fn from(vote: Vote) -> Decision {
         Decision {
+            identity: vote.approver,
             name: vote.name,
             proof: vote.proof,
             channel: vote.channel,
@@ -93,6 +97,15 @@ impl Approval {
     pub fn awaiting(&self) -> i64 {
         let approved = self.decisions.iter().filter(|d| d.approved).count();
         (self.approvers_needed - approved as i64).max(0)
+    }
+
+    /// Whether the person `identity` may still add a decision: they have
+    /// not decided yet, and did not ask for a call the rules keep from
+    /// them.
+    pub fn awaits(&self, identity: &str) -> bool {
+        let asked = self.asked_by.as_deref() == Some(identity);
+        let decided = self.decisions.iter().any(|d| d.identity == identity);
+        !(decided || (asked && !self.self_approval))
     }
 
     /// Who must approve, as a person reads it: "2 distinct people, not the
