@@ -24,6 +24,7 @@
 //! (lists of WIT spellings), `when` (JSON pointer -> glob for strings, a
 //! scalar for exact match, or `{ not = ... }`), `decision`, `reason`.
 
+use super::mcp::McpSection;
 use crate::approval::{ApprovalSettings, ApprovalsSection};
 use crate::audit::{AuditSection, AuditSettings};
 use crate::egress::{CredentialSection, Credentials, NetworkSection, NetworkSettings};
@@ -37,7 +38,7 @@ use crate::profile::{ProfileSection, Profiles};
 use crate::provenance::{PluginsSection, Provenance};
 use crate::sandbox::{Retry, RetrySection};
 use crate::scheduler::SchedulerSection;
-use crate::settings::{SettingError, bounded};
+use crate::settings::SettingError;
 use crate::store::{SharedSettings, StoreSection};
 use serde::Deserialize;
 use std::path::Path;
@@ -77,78 +78,6 @@ struct FileConfig {
     rate_limit: Vec<Spanned<RateLimitSection>>,
     store: Option<Spanned<StoreSection>>,
     auth: Option<Spanned<super::auth::AuthSection>>,
-}
-
-/// The `[mcp]` table. Config owns it, unlike the steps' tables: the MCP
-/// server is an edge above config, so it reads the result from `Config`.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct McpSection {
-    #[serde(default)]
-    list_denied: bool,
-    max_sessions: Option<u64>,
-    session_idle_seconds: Option<u64>,
-    task_after_ms: Option<u64>,
-    task_ttl_seconds: Option<u64>,
-    max_tasks: Option<u64>,
-    #[serde(default)]
-    task_only: Vec<String>,
-}
-
-impl McpSection {
-    const KEYS: &str = "list_denied, max_sessions, session_idle_seconds, task_after_ms, \
-                        task_ttl_seconds, max_tasks, task_only";
-
-    fn resolve(self) -> Result<(super::McpSessions, super::McpTasks), SettingError> {
-        let defaults = super::McpSessions::default();
-        let max = bounded(
-            "mcp",
-            "max_sessions",
-            self.max_sessions,
-            defaults.max as u64,
-            super::MAX_MCP_SESSIONS,
-        )?;
-        let idle = bounded(
-            "mcp",
-            "session_idle_seconds",
-            self.session_idle_seconds,
-            defaults.idle.as_secs(),
-            super::MAX_SESSION_IDLE_SECONDS,
-        )?;
-        let after = bounded(
-            "mcp",
-            "task_after_ms",
-            self.task_after_ms,
-            super::DEFAULT_TASK_AFTER_MS,
-            super::MAX_TASK_AFTER_MS,
-        )?;
-        let ttl = bounded(
-            "mcp",
-            "task_ttl_seconds",
-            self.task_ttl_seconds,
-            super::DEFAULT_TASK_TTL_SECONDS,
-            super::MAX_TASK_TTL_SECONDS,
-        )?;
-        let max_tasks = bounded(
-            "mcp",
-            "max_tasks",
-            self.max_tasks,
-            super::DEFAULT_MAX_TASKS as u64,
-            super::MAX_TASKS,
-        )?;
-        Ok((
-            super::McpSessions {
-                max: max as usize,
-                idle: Duration::from_secs(idle),
-            },
-            super::McpTasks {
-                after: Duration::from_millis(after),
-                ttl: Duration::from_secs(ttl),
-                max_running: max_tasks as usize,
-                task_only: self.task_only,
-            },
-        ))
-    }
 }
 
 /// What a config file says, before the policy is compiled.
@@ -223,6 +152,22 @@ fn section<S, T>(
             resolve(table.into_inner()).map_err(|e| FileError::from_setting(Some(line), e))
         }
     }
+}
+
+/// An array of tables (`[[rule]]`, `[[rate_limit]]`), each resolved by its
+/// owner with the line it starts at.
+fn each_table<S, T>(
+    text: &str,
+    tables: Vec<Spanned<S>>,
+    resolve: impl Fn(S, usize) -> Result<T, SettingError>,
+) -> Result<Vec<T>, FileError> {
+    tables
+        .into_iter()
+        .map(|table| {
+            let line = line_of(text, table.span().start);
+            resolve(table.into_inner(), line).map_err(|e| FileError::from_setting(Some(line), e))
+        })
+        .collect()
 }
 
 /// Where every key is explained.
@@ -326,12 +271,7 @@ fn syntax_error(text: &str, e: &toml::de::Error) -> FileError {
 pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
     let file: FileConfig = toml::from_str(text).map_err(|e| syntax_error(text, &e))?;
     let limits = section(text, file.limits, LimitsSection::resolve, Limits::default)?;
-    let mut rules = Vec::with_capacity(file.rule.len());
-    for rule in file.rule {
-        let line = line_of(text, rule.span().start);
-        let rule = rule.into_inner().resolve(line);
-        rules.push(rule.map_err(|e| FileError::from_setting(Some(line), e))?);
-    }
+    let rules = each_table(text, file.rule, RuleSection::resolve)?;
     let approvals = section(
         text,
         file.approvals,
@@ -345,12 +285,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         AuditSettings::default,
     )?;
     let budget = section(text, file.budget, BudgetSection::resolve, Budget::default)?;
-    let mut rate_limits = Vec::with_capacity(file.rate_limit.len());
-    for limit in file.rate_limit {
-        let line = line_of(text, limit.span().start);
-        let limit = limit.into_inner().resolve(line);
-        rate_limits.push(limit.map_err(|e| FileError::from_setting(Some(line), e))?);
-    }
+    let rate_limits = each_table(text, file.rate_limit, RateLimitSection::resolve)?;
     let max_parallel = section(
         text,
         file.scheduler,

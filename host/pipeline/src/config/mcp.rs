@@ -2,6 +2,10 @@
 //! server keeps and for how long. Read here because the MCP server is a
 //! crate above the library; it takes them from the [`super::Config`].
 
+use crate::settings::{SettingError, bounded};
+use serde::Deserialize;
+use std::time::Duration;
+
 /// MCP sessions over HTTP one server keeps open at most, and how long one
 /// may sit idle before it is closed. An idle session costs memory (see
 /// the README); without these, a client that opens sessions and never
@@ -68,5 +72,77 @@ impl Default for McpTasks {
             max_running: DEFAULT_MAX_TASKS,
             task_only: Vec::new(),
         }
+    }
+}
+
+/// The `[mcp]` table. Config owns it, unlike the steps' tables: the MCP
+/// server is an edge above config, so it reads the result from `Config`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct McpSection {
+    #[serde(default)]
+    pub(super) list_denied: bool,
+    max_sessions: Option<u64>,
+    session_idle_seconds: Option<u64>,
+    task_after_ms: Option<u64>,
+    task_ttl_seconds: Option<u64>,
+    max_tasks: Option<u64>,
+    #[serde(default)]
+    task_only: Vec<String>,
+}
+
+impl McpSection {
+    pub(super) const KEYS: &str = "list_denied, max_sessions, session_idle_seconds, task_after_ms, \
+                        task_ttl_seconds, max_tasks, task_only";
+
+    pub(super) fn resolve(self) -> Result<(McpSessions, McpTasks), SettingError> {
+        let defaults = McpSessions::default();
+        let max = bounded(
+            "mcp",
+            "max_sessions",
+            self.max_sessions,
+            defaults.max as u64,
+            MAX_MCP_SESSIONS,
+        )?;
+        let idle = bounded(
+            "mcp",
+            "session_idle_seconds",
+            self.session_idle_seconds,
+            defaults.idle.as_secs(),
+            MAX_SESSION_IDLE_SECONDS,
+        )?;
+        let after = bounded(
+            "mcp",
+            "task_after_ms",
+            self.task_after_ms,
+            DEFAULT_TASK_AFTER_MS,
+            MAX_TASK_AFTER_MS,
+        )?;
+        let ttl = bounded(
+            "mcp",
+            "task_ttl_seconds",
+            self.task_ttl_seconds,
+            DEFAULT_TASK_TTL_SECONDS,
+            MAX_TASK_TTL_SECONDS,
+        )?;
+        let max_tasks = bounded(
+            "mcp",
+            "max_tasks",
+            self.max_tasks,
+            DEFAULT_MAX_TASKS as u64,
+            MAX_TASKS,
+        )?;
+        Ok((
+            McpSessions {
+                max: max as usize,
+                idle: Duration::from_secs(idle),
+            },
+            McpTasks {
+                after: Duration::from_millis(after),
+                ttl: Duration::from_secs(ttl),
+                max_running: max_tasks as usize,
+                task_only: self.task_only,
+            },
+        ))
     }
 }

@@ -23,9 +23,6 @@ pub use mcp::{
     DEFAULT_MAX_MCP_SESSIONS, DEFAULT_MAX_TASKS, DEFAULT_SESSION_IDLE_SECONDS,
     DEFAULT_TASK_AFTER_MS, DEFAULT_TASK_TTL_SECONDS, McpSessions, McpTasks,
 };
-pub(crate) use mcp::{
-    MAX_MCP_SESSIONS, MAX_SESSION_IDLE_SECONDS, MAX_TASK_AFTER_MS, MAX_TASK_TTL_SECONDS, MAX_TASKS,
-};
 pub use project::{current_project, data_home, default_plugins_dir, project_among};
 pub use trust::Standing;
 

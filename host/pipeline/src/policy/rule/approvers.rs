@@ -2,6 +2,7 @@
 //! and whether the caller may be one of them (`approvers`,
 //! `self_approval`).
 
+use super::Verdict;
 use serde::Serialize;
 
 /// The most approvers a rule may ask for: a quorum larger than any team
@@ -35,6 +36,31 @@ impl Approvers {
             quorum: self.quorum.max(other.quorum),
             self_approval: self.self_approval && other.self_approval,
         }
+    }
+
+    /// Whether a rule deciding `verdict` may say this: only an `ask` rule
+    /// asks anyone, and the quorum is bounded. The message and hint if not.
+    pub(super) fn check(&self, verdict: Verdict) -> Result<(), (String, &'static str)> {
+        if verdict != Verdict::Ask && !self.is_default() {
+            return Err((
+                format!(
+                    "`approvers` and `self_approval` say who approves a call, and this rule \
+                     decides `{}`, so no one is asked",
+                    verdict.as_str()
+                ),
+                "use them with decision = \"ask\", or drop them",
+            ));
+        }
+        if !(1..=MAX_APPROVERS).contains(&self.quorum) {
+            return Err((
+                format!(
+                    "`approvers = {}` is not between 1 and {MAX_APPROVERS}",
+                    self.quorum
+                ),
+                "e.g. approvers = 2: two distinct people must approve each call",
+            ));
+        }
+        Ok(())
     }
 
     pub fn is_default(&self) -> bool {

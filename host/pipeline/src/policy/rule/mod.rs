@@ -184,25 +184,9 @@ impl Rule {
                 ));
             }
         }
-        if def.verdict != Verdict::Ask && !def.approvers.is_default() {
-            return Err(error(
-                format!(
-                    "`approvers` and `self_approval` say who approves a call, and this rule \
-                     decides `{}`, so no one is asked",
-                    def.verdict.as_str()
-                ),
-                "use them with decision = \"ask\", or drop them",
-            ));
-        }
-        if !(1..=MAX_APPROVERS).contains(&def.approvers.quorum) {
-            return Err(error(
-                format!(
-                    "`approvers = {}` is not between 1 and {MAX_APPROVERS}",
-                    def.approvers.quorum
-                ),
-                "e.g. approvers = 2: two distinct people must approve each call",
-            ));
-        }
+        def.approvers
+            .check(def.verdict)
+            .map_err(|(message, hint)| error(message, hint))?;
         let tools = def
             .tools
             .as_deref()
