@@ -338,4 +338,4 @@ def test_a_stdio_user_gets_the_console_alone(host, tmp_path):
         proc.wait(timeout=10)
     refused = subprocess.run([str(BINARY), "console", "0.0.0.0:0", "--insecure-no-auth"],
                              env=host.env(), capture_output=True, text=True, timeout=60)
-    assert refused.returncode == 2 and "without a token" in refused.stderr
+    assert refused.returncode == 2 and "without a way to sign in" in refused.stderr

@@ -36,6 +36,15 @@ pytestmark = pytest.mark.anyio
 
 PROVIDER = Path(__file__).resolve().parents[1] / "oauth"
 SHARED = "shared-token-0123456789abcdef"
+# `calc` runs once two people approve it, neither the one who asked.
+TWO_OTHERS = """
+[[rule]]
+tools = ["calc"]
+decision = "ask"
+approvers = 2
+self_approval = false
+reason = "two others sign off"
+"""
 
 
 @pytest.fixture
@@ -387,14 +396,7 @@ async def test_a_quorum_of_two_others_approves_a_token_callers_call(host, provid
 
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
-    configure(host, provider["issuer"], url, extra="""
-[[rule]]
-tools = ["calc"]
-decision = "ask"
-approvers = 2
-self_approval = false
-reason = "two others sign off"
-""")
+    configure(host, provider["issuer"], url, extra=TWO_OTHERS)
     token_file = tmp_path / "token"
     token_file.write_text(SHARED)
     asked = []

@@ -8,6 +8,11 @@
 //   agent   may get `tools:call profile`
 //   other   may get `tools:call profile` (a second caller)
 //   reader  may get `profile` only
+// and `console`, the console's public client: authorization code with PKCE,
+// no secret, coming back to /console/login/callback on any loopback port
+// (a native client, RFC 8252 7.3). People sign in on the provider's own
+// development pages: any login and password, then "Continue"; the login
+// becomes the ID token's `sub`.
 // Every resource indicator gets a JWT access token whose `aud` is that
 // resource, valid for 300 seconds.
 import http from 'node:http';
@@ -35,11 +40,20 @@ const provider = new Provider(issuer, {
     client('agent', 'tools:call profile'),
     client('other', 'tools:call profile'),
     client('reader', 'profile'),
+    {
+      client_id: 'console',
+      application_type: 'native',
+      token_endpoint_auth_method: 'none',
+      grant_types: ['authorization_code'],
+      response_types: ['code'],
+      redirect_uris: ['http://127.0.0.1/console/login/callback'],
+      scope: 'openid profile',
+    },
   ],
   jwks: { keys: [jwk] },
   scopes: ['openid', 'offline_access', 'profile', 'tools:call'],
   features: {
-    devInteractions: { enabled: false },
+    devInteractions: { enabled: true },
     clientCredentials: { enabled: true },
     resourceIndicators: {
       enabled: true,

@@ -1,5 +1,6 @@
 //! What the issuer publishes, fetched and kept: its metadata (found the
-//! OpenID Connect way, then the RFC 8414 way) and the key set it names.
+//! OpenID Connect way, then the RFC 8414 way), the key set it names and
+//! the endpoints the console's sign-in sends people and codes to.
 //!
 //! Keys are fetched when first needed and again when a token names a key
 //! the set lacks (the issuer rotated its keys) or the set is an hour old,
@@ -35,6 +36,21 @@ pub(crate) struct Issuer {
     snapshot: RwLock<Snapshot>,
     /// Held while fetching, with the key set's URL once discovered.
     fetching: tokio::sync::Mutex<Option<Url>>,
+    /// Where people sign in and codes are redeemed, once discovered.
+    endpoints: RwLock<Option<Arc<Endpoints>>>,
+}
+
+/// The issuer's endpoints for the authorization code flow.
+#[derive(Debug)]
+pub(crate) struct Endpoints {
+    pub authorization: Url,
+    pub token: Url,
+}
+
+/// The parts of the issuer's metadata the host reads.
+struct Metadata {
+    jwks_uri: Url,
+    endpoints: Option<Arc<Endpoints>>,
 }
 
 #[derive(Clone, Default)]
@@ -61,6 +77,7 @@ impl Issuer {
             client,
             snapshot: RwLock::default(),
             fetching: tokio::sync::Mutex::new(None),
+            endpoints: RwLock::default(),
         })
     }
 
@@ -136,7 +153,7 @@ impl Issuer {
     async fn fetch(&self, jwks_uri: &mut Option<Url>) -> Result<KeySet, String> {
         let uri = match jwks_uri.clone() {
             Some(uri) => uri,
-            None => self.discover().await?,
+            None => self.discover().await?.jwks_uri,
         };
         match self.get(&uri).await.and_then(|body| KeySet::parse(&body)) {
             Ok(keys) => {
@@ -151,8 +168,31 @@ impl Issuer {
         }
     }
 
-    /// The key set's URL, from the issuer's metadata.
-    async fn discover(&self) -> Result<Url, String> {
+    /// Where the authorization code flow goes: read from the metadata the
+    /// first time it is needed, and again until that works.
+    pub async fn endpoints(&self) -> Result<Arc<Endpoints>, String> {
+        if let Some(known) = self.known_endpoints() {
+            return Ok(known);
+        }
+        self.discover().await?;
+        self.known_endpoints().ok_or_else(|| {
+            format!(
+                "the issuer `{}` publishes no `authorization_endpoint` and `token_endpoint`, \
+                 so people cannot sign in with it",
+                self.issuer
+            )
+        })
+    }
+
+    fn known_endpoints(&self) -> Option<Arc<Endpoints>> {
+        self.endpoints
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// The issuer's metadata; the endpoints it names are kept.
+    async fn discover(&self) -> Result<Metadata, String> {
         let mut tried = Vec::new();
         for url in metadata_urls(&self.issuer)? {
             let document = match self.get(&url).await {
@@ -163,23 +203,42 @@ impl Issuer {
                 }
             };
             #[derive(serde::Deserialize)]
-            struct Metadata {
+            struct Published {
                 issuer: String,
                 jwks_uri: Option<String>,
+                authorization_endpoint: Option<String>,
+                token_endpoint: Option<String>,
             }
-            let metadata: Metadata = serde_json::from_slice(&document)
+            let published: Published = serde_json::from_slice(&document)
                 .map_err(|e| format!("the issuer's metadata at {url} is not valid: {e}"))?;
-            if metadata.issuer != self.issuer {
+            if published.issuer != self.issuer {
                 return Err(format!(
                     "the metadata at {url} is for the issuer `{}`, not `{}` (`[auth] issuer` must be \
                      exactly what the issuer calls itself)",
-                    metadata.issuer, self.issuer
+                    published.issuer, self.issuer
                 ));
             }
-            let jwks_uri = metadata
+            let jwks_uri = published
                 .jwks_uri
                 .ok_or_else(|| format!("the issuer's metadata at {url} names no `jwks_uri`"))?;
-            return safe_url(&jwks_uri);
+            let endpoints = match (published.authorization_endpoint, published.token_endpoint) {
+                (Some(authorization), Some(token)) => Some(Arc::new(Endpoints {
+                    authorization: safe_url(&authorization)?,
+                    token: safe_url(&token)?,
+                })),
+                _ => None,
+            };
+            let metadata = Metadata {
+                jwks_uri: safe_url(&jwks_uri)?,
+                endpoints,
+            };
+            if let Some(found) = &metadata.endpoints {
+                *self
+                    .endpoints
+                    .write()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(Arc::clone(found));
+            }
+            return Ok(metadata);
         }
         Err(format!(
             "cannot read the metadata of the issuer `{}`: {}",
@@ -190,28 +249,55 @@ impl Issuer {
 
     /// The body of a `200` answer to a GET of `url`, at most [`MAX_DOCUMENT`].
     async fn get(&self, url: &Url) -> Result<Vec<u8>, String> {
-        let mut response = self
+        let request = self
             .client
             .get(url.clone())
+            .header("accept", "application/json");
+        self.send("GET", url, request).await
+    }
+
+    /// The body of a `200` answer to a form POSTed to `url` (the token
+    /// endpoint), at most [`MAX_DOCUMENT`]; a refusal's body is in the error.
+    pub async fn post_form(&self, url: &Url, form: &[(&str, &str)]) -> Result<Vec<u8>, String> {
+        let body = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(form)
+            .finish();
+        let request = self
+            .client
+            .post(url.clone())
             .header("accept", "application/json")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body);
+        self.send("POST", url, request).await
+    }
+
+    async fn send(
+        &self,
+        method: &str,
+        url: &Url,
+        request: reqwest::RequestBuilder,
+    ) -> Result<Vec<u8>, String> {
+        let mut response = request
             .send()
             .await
-            .map_err(|e| format!("GET {url}: {e}"))?;
-        if response.status() != reqwest::StatusCode::OK {
-            return Err(format!("GET {url}: {}", response.status()));
-        }
+            .map_err(|e| format!("{method} {url}: {e}"))?;
+        let status = response.status();
         let mut body = Vec::new();
         while let Some(chunk) = response
             .chunk()
             .await
-            .map_err(|e| format!("GET {url}: {e}"))?
+            .map_err(|e| format!("{method} {url}: {e}"))?
         {
             if body.len() + chunk.len() > MAX_DOCUMENT {
                 return Err(format!(
-                    "GET {url}: the answer is larger than {MAX_DOCUMENT} bytes"
+                    "{method} {url}: the answer is larger than {MAX_DOCUMENT} bytes"
                 ));
             }
             body.extend_from_slice(&chunk);
+        }
+        if status != reqwest::StatusCode::OK {
+            let said: String = String::from_utf8_lossy(&body).chars().take(300).collect();
+            return Err(format!("{method} {url}: {status} {}", said.trim()));
         }
         Ok(body)
     }

@@ -9,6 +9,10 @@
 //! issuer, audience, expiry, not-before, subject, scopes). The server's
 //! shared token (`--token-file`) keeps working beside it.
 //!
+//! With `[auth] console_client_id`, people also sign in to the console
+//! with the same issuer ([`SignIn`]: authorization code and PKCE, the ID
+//! token checked like an access token, for the console's client).
+//!
 //! Depends on the pipeline library for the `[auth]` settings and the
 //! [`Caller`] it produces; decides nothing about calls (that is the
 //! policy's, with the caller in hand) and never signs a token.
@@ -19,9 +23,11 @@ mod issuer;
 mod keys;
 mod resource;
 mod ring_verifier;
+pub mod sign_in;
 mod token;
 
-pub use resource::{Gate, guard, metadata_routes};
+pub use resource::{Gate, guard, metadata_routes, same_secret};
+pub use sign_in::{SignIn, SignInError, Started};
 pub use token::Authority;
 pub use toolwarden::caller::Caller;
 
@@ -56,6 +62,8 @@ pub enum Refusal {
     Scope(String),
     #[error("the token cannot be checked now: {0}")]
     IssuerUnreachable(String),
+    #[error("the ID token does not carry the nonce this sign-in sent")]
+    Nonce,
 }
 
 impl Refusal {
@@ -73,6 +81,7 @@ impl Refusal {
             Refusal::MissingClaim(_) => "AUTH_CLAIM_MISSING",
             Refusal::Scope(_) => "AUTH_SCOPE_MISSING",
             Refusal::IssuerUnreachable(_) => "AUTH_ISSUER_UNREACHABLE",
+            Refusal::Nonce => "AUTH_NONCE_WRONG",
         }
     }
 }

@@ -74,22 +74,7 @@ impl Authority {
 
     /// Every check of `token`, and if it passes, remembering it.
     async fn verify(&self, token: &str) -> Result<Caller, Refusal> {
-        let algorithm = algorithm_of(token)?;
-        let header = jsonwebtoken::decode_header(token).map_err(|e| malformed(&e))?;
-        let key = self.issuer.key(header.kid.as_deref(), algorithm).await?;
-        let mut validation = Validation::new(algorithm);
-        validation.set_issuer(&[&self.settings.issuer]);
-        validation.set_audience(&[&self.settings.audience]);
-        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
-        validation.validate_nbf = true;
-        validation.leeway = self.settings.leeway_seconds;
-        let claims = jsonwebtoken::decode::<Map<String, Value>>(token, &key.decoding, &validation)
-            .map_err(|e| refusal(e, &self.settings))?
-            .claims;
-        let subject = match claims.get("sub") {
-            Some(Value::String(subject)) if !subject.is_empty() => subject.clone(),
-            _ => return Err(Refusal::MissingClaim("sub".into())),
-        };
+        let claims = self.decode(token, &self.settings.audience).await?;
         let scopes = scopes_of(&claims);
         if let Some(missing) = self
             .settings
@@ -99,23 +84,98 @@ impl Authority {
         {
             return Err(Refusal::Scope(missing.clone()));
         }
+        let caller = self.caller(
+            &claims,
+            Proof::AccessToken {
+                issuer: self.settings.issuer.clone(),
+            },
+            scopes,
+        )?;
+        self.remembered
+            .keep(token, &caller, claims.get("exp").and_then(Value::as_u64));
+        Ok(caller)
+    }
+
+    /// Who an OpenID Connect ID token says signed in (OpenID Connect Core
+    /// 3.1.3.7): signed by the issuer, issued by it to `client_id` (and, when
+    /// it names several audiences, authorized for it, `azp`), not expired,
+    /// and carrying the `nonce` the sign-in sent, so a token from another
+    /// sign-in cannot be passed off as this one's.
+    pub(crate) async fn check_id_token(
+        &self,
+        token: &str,
+        client_id: &str,
+        nonce: &str,
+    ) -> Result<Caller, Refusal> {
+        if token.len() > MAX_TOKEN {
+            return Err(Refusal::Malformed(format!(
+                "it is longer than {MAX_TOKEN} bytes"
+            )));
+        }
+        let claims = self.decode(token, client_id).await?;
+        let several = matches!(claims.get("aud"), Some(Value::Array(all)) if all.len() > 1);
+        let azp = claims.get("azp").and_then(Value::as_str);
+        if (several || azp.is_some()) && azp != Some(client_id) {
+            return Err(Refusal::Audience(client_id.to_owned()));
+        }
+        match claims.get("nonce").and_then(Value::as_str) {
+            Some(said) if crate::resource::same_secret(said, nonce) => {}
+            _ => return Err(Refusal::Nonce),
+        }
+        self.caller(
+            &claims,
+            Proof::SignIn {
+                issuer: self.settings.issuer.clone(),
+            },
+            Vec::new(),
+        )
+    }
+
+    /// `token`'s claims once its signature, issuer, `audience`, expiry and
+    /// not-before hold.
+    async fn decode(&self, token: &str, audience: &str) -> Result<Map<String, Value>, Refusal> {
+        let algorithm = algorithm_of(token)?;
+        let header = jsonwebtoken::decode_header(token).map_err(|e| malformed(&e))?;
+        let key = self.issuer.key(header.kid.as_deref(), algorithm).await?;
+        let mut validation = Validation::new(algorithm);
+        validation.set_issuer(&[&self.settings.issuer]);
+        validation.set_audience(&[audience]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        validation.validate_nbf = true;
+        validation.leeway = self.settings.leeway_seconds;
+        jsonwebtoken::decode::<Map<String, Value>>(token, &key.decoding, &validation)
+            .map(|data| data.claims)
+            .map_err(|e| refusal(e, &self.settings.issuer, audience))
+    }
+
+    /// The caller `claims` name, with the claims `[auth]` keeps.
+    fn caller(
+        &self,
+        claims: &Map<String, Value>,
+        proof: Proof,
+        scopes: Vec<String>,
+    ) -> Result<Caller, Refusal> {
+        let subject = match claims.get("sub") {
+            Some(Value::String(subject)) if !subject.is_empty() => subject.clone(),
+            _ => return Err(Refusal::MissingClaim("sub".into())),
+        };
         let kept = self
             .settings
             .claims
             .iter()
             .filter_map(|name| Some((name.clone(), claims.get(name)?.clone())))
             .collect();
-        let caller = Caller {
+        Ok(Caller {
             subject,
-            proof: Proof::AccessToken {
-                issuer: self.settings.issuer.clone(),
-            },
+            proof,
             scopes,
             claims: kept,
-        };
-        self.remembered
-            .keep(token, &caller, claims.get("exp").and_then(Value::as_u64));
-        Ok(caller)
+        })
+    }
+
+    /// The issuer, for the sign-in's endpoints and token requests.
+    pub(crate) fn issuer(&self) -> &Issuer {
+        &self.issuer
     }
 }
 
@@ -170,14 +230,14 @@ fn malformed(e: &jsonwebtoken::errors::Error) -> Refusal {
     Refusal::Malformed(e.to_string())
 }
 
-fn refusal(e: jsonwebtoken::errors::Error, settings: &AuthSettings) -> Refusal {
+fn refusal(e: jsonwebtoken::errors::Error, issuer: &str, audience: &str) -> Refusal {
     match e.kind() {
         ErrorKind::InvalidSignature => Refusal::Signature,
         ErrorKind::InvalidAlgorithm => Refusal::Algorithm("a key of another type".into()),
         ErrorKind::ExpiredSignature => Refusal::Expired,
         ErrorKind::ImmatureSignature => Refusal::NotYetValid,
-        ErrorKind::InvalidIssuer => Refusal::Issuer(settings.issuer.clone()),
-        ErrorKind::InvalidAudience => Refusal::Audience(settings.audience.clone()),
+        ErrorKind::InvalidIssuer => Refusal::Issuer(issuer.to_owned()),
+        ErrorKind::InvalidAudience => Refusal::Audience(audience.to_owned()),
         ErrorKind::MissingRequiredClaim(claim) => Refusal::MissingClaim(claim.clone()),
         _ => malformed(&e),
     }

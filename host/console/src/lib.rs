@@ -11,9 +11,11 @@
 //! `/mcp`, and alone by `toolwarden console` for stdio users; both read the
 //! same state directory, so an approval asked anywhere shows up.
 //!
-//! Who gets in: with a bearer token, a login form exchanges it for a
-//! session cookie ([`session`]); without one, only a loopback console
-//! exists and the first visit opens a session. Every response carries a
+//! Who gets in: people the `[auth]` issuer signs in (authorization code
+//! and PKCE, [`toolwarden_auth::SignIn`]), and with a bearer token, whoever
+//! gives it on the login form; either way a session cookie follows
+//! ([`session`]). With neither, only a loopback console exists and the
+//! first visit opens a session. Every response carries a
 //! strict Content-Security-Policy (scripts and styles only from the
 //! console itself, nothing inline, no framing); every request's `Host`
 //! must be a loopback name or one the operator allowed (a DNS-rebinding
@@ -45,7 +47,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
-use session::{Session, Sessions};
+use session::{Session, Sessions, Who};
 use std::sync::Arc;
 
 /// Who may reach the console.
@@ -53,6 +55,8 @@ use std::sync::Arc;
 pub struct ConsoleOptions {
     /// Exchanged on the login form for a session, when set.
     pub token: Option<String>,
+    /// People sign in with the `[auth]` issuer, when set.
+    pub sign_in: Option<Arc<toolwarden_auth::SignIn>>,
     /// Accepted `Host` header values besides loopback names.
     pub allowed_hosts: Vec<String>,
     /// Accepted `Origin` header values (see [`crate::web_origin`]).
@@ -63,8 +67,17 @@ pub struct ConsoleOptions {
 pub(crate) struct Console {
     host: Arc<Controller>,
     token: Option<String>,
+    sign_in: Option<Arc<toolwarden_auth::SignIn>>,
     allowed_hosts: Vec<String>,
     sessions: Sessions,
+}
+
+impl Console {
+    /// Whether a visitor must sign in (with the issuer or the token)
+    /// before anything is shown.
+    fn asks_sign_in(&self) -> bool {
+        self.token.is_some() || self.sign_in.is_some()
+    }
 }
 
 /// The id of the session a request came with, for signing it out.
@@ -142,8 +155,8 @@ async fn authenticate(
         return next.run(request).await;
     }
     let reading = request.method() == axum::http::Method::GET;
-    match (&console.token, reading) {
-        (None, true) => match console.sessions.open() {
+    match (console.asks_sign_in(), reading) {
+        (false, true) => match console.sessions.open(Who::ThisMachine) {
             Some((id, opened)) => {
                 request.extensions_mut().insert::<Session>(opened);
                 request.extensions_mut().insert(SessionId(id.clone()));
@@ -155,8 +168,8 @@ async fn authenticate(
             }
             None => StatusCode::SERVICE_UNAVAILABLE.into_response(),
         },
-        (Some(_), true) => Redirect::to("/console/login").into_response(),
-        (None, false) | (Some(_), false) => (
+        (true, true) => Redirect::to("/console/login").into_response(),
+        (_, false) => (
             StatusCode::FORBIDDEN,
             "toolwarden: sign in to the console first (this request carried no live session)\n",
         )
@@ -169,6 +182,7 @@ pub fn router(host: Arc<Controller>, options: ConsoleOptions) -> Router {
     let console = Arc::new(Console {
         host,
         token: options.token,
+        sign_in: options.sign_in,
         allowed_hosts: options.allowed_hosts,
         sessions: Sessions::default(),
     });
@@ -192,6 +206,11 @@ pub fn router(host: Arc<Controller>, options: ConsoleOptions) -> Router {
         .route(
             "/console/login",
             get(routes::login_page).post(routes::login),
+        )
+        .route("/console/login/issuer", get(routes::sign_in))
+        .route(
+            toolwarden::config::CONSOLE_CALLBACK_PATH,
+            get(routes::signed_in),
         )
         .route("/console/static/{name}", get(routes::asset))
         .merge(signed_in)

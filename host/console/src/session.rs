@@ -1,16 +1,21 @@
-//! Who is signed in to the console: a session per browser, made when the
-//! bearer token is given on the login form (or, on a loopback console
-//! without a token, on the first visit), kept in a cookie that is
-//! `HttpOnly` (no script reads it) and `SameSite=Strict` (no other site's
-//! page sends it), with a CSRF token every form must carry.
+//! Who is signed in to the console: a session per browser, made when a
+//! person signs in with the `[auth]` issuer, when the bearer token is given
+//! on the login form, or (on a loopback console with neither) on the first
+//! visit; kept in a cookie that is `HttpOnly` (no script reads it) and
+//! `SameSite=Strict` (no other site's page sends it), with a CSRF token
+//! every form must carry. A session knows whom it was opened for, and
+//! that is who the console's decisions are recorded under.
 //!
 //! Sessions live in memory: a restart signs everyone out, which costs a
-//! login and never leaves a valid session behind on disk.
+//! login and never leaves a valid session behind on disk. Signing out
+//! ends the session on the server, so a copy of its cookie is worth
+//! nothing after.
 
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use toolwarden::caller::Caller;
+pub use toolwarden_auth::same_secret;
 
 /// The cookie's name.
 pub const COOKIE: &str = "toolwarden_console";
@@ -24,10 +29,49 @@ pub const SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
 /// console is the last to go.
 pub const MAX_SESSIONS: usize = 64;
 
+/// Whom a session was opened for.
+#[derive(Clone, Debug)]
+pub enum Who {
+    /// A person the issuer signed in.
+    Person(Caller),
+    /// Whoever gave the shared token.
+    SharedToken,
+    /// Whoever reached a loopback console that asks for nothing.
+    ThisMachine,
+}
+
+impl Who {
+    /// Who decisions made in this session are recorded under. The shared
+    /// token and an open loopback console prove no more than the token.
+    pub fn approver(&self) -> Caller {
+        match self {
+            Who::Person(person) => person.clone(),
+            Who::SharedToken | Who::ThisMachine => Caller::shared_token(),
+        }
+    }
+
+    /// In words, for the page's header.
+    fn describe(&self) -> String {
+        match self {
+            Who::Person(person) => match &person.proof {
+                toolwarden::caller::Proof::SignIn { issuer } => {
+                    format!("Signed in as {} ({issuer})", person.subject)
+                }
+                _ => format!("Signed in as {}", person.subject),
+            },
+            Who::SharedToken => "Signed in with the shared token".into(),
+            Who::ThisMachine => "Open to this machine (no sign-in)".into(),
+        }
+    }
+}
+
 /// One signed-in browser.
 #[derive(Clone, Debug)]
 pub struct Session {
     pub csrf: String,
+    pub who: Who,
+    /// `who`, described once.
+    described: String,
     made: Instant,
     /// When its cookie last came back.
     seen: Instant,
@@ -36,6 +80,13 @@ pub struct Session {
 }
 
 impl Session {
+    pub fn viewer(&self) -> crate::pages::Viewer<'_> {
+        crate::pages::Viewer {
+            csrf: &self.csrf,
+            who: &self.described,
+        }
+    }
+
     /// Which session goes first past the cap: the lowest key.
     fn keep_rank(&self) -> (bool, Instant) {
         (self.returned, self.seen)
@@ -58,12 +109,6 @@ fn secret() -> String {
     hex::encode(bytes)
 }
 
-/// Compares digests, so the time taken does not say where two secrets
-/// differ.
-pub fn same_secret(given: &str, expected: &str) -> bool {
-    !expected.is_empty() && Sha256::digest(given.as_bytes()) == Sha256::digest(expected.as_bytes())
-}
-
 impl Sessions {
     fn live(&self) -> std::sync::MutexGuard<'_, HashMap<String, Session>> {
         self.live
@@ -71,8 +116,8 @@ impl Sessions {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// A new session: its id (for the cookie) and the session.
-    pub fn open(&self) -> Option<(String, Session)> {
+    /// A new session for `who`: its id (for the cookie) and the session.
+    pub fn open(&self, who: Who) -> Option<(String, Session)> {
         let (id, csrf) = (secret(), secret());
         if id.is_empty() || csrf.is_empty() {
             return None;
@@ -80,6 +125,8 @@ impl Sessions {
         let now = Instant::now();
         let session = Session {
             csrf,
+            described: who.describe(),
+            who,
             made: now,
             seen: now,
             returned: false,
@@ -142,27 +189,25 @@ mod tests {
     #[test]
     fn sessions_are_random_bounded_and_found_only_by_their_id() {
         let sessions = Sessions::default();
-        let (id, session) = sessions.open().unwrap();
+        let (id, session) = sessions.open(Who::ThisMachine).unwrap();
         assert_eq!(id.len(), 64);
         assert_ne!(id, session.csrf);
         assert_eq!(sessions.get(&id).unwrap().csrf, session.csrf);
         assert!(sessions.get("nope").is_none());
         for _ in 0..MAX_SESSIONS + 5 {
-            sessions.open().unwrap();
+            sessions.open(Who::ThisMachine).unwrap();
         }
         assert_eq!(sessions.live().len(), MAX_SESSIONS);
-        assert!(!same_secret("", ""), "an empty secret never matches");
-        assert!(same_secret("abc", "abc") && !same_secret("abd", "abc"));
     }
 
     #[test]
     fn a_flood_of_new_sessions_evicts_unused_ones_before_a_person_who_uses_the_console() {
         let sessions = Sessions::default();
-        let (person, _) = sessions.open().unwrap();
+        let (person, _) = sessions.open(Who::ThisMachine).unwrap();
         assert!(sessions.get(&person).is_some(), "the person came back once");
-        let (idle, _) = sessions.open().unwrap();
+        let (idle, _) = sessions.open(Who::ThisMachine).unwrap();
         for _ in 0..10 * MAX_SESSIONS {
-            sessions.open().unwrap();
+            sessions.open(Who::ThisMachine).unwrap();
         }
         assert!(
             sessions.get(&person).is_some(),
@@ -176,7 +221,7 @@ mod tests {
         // Sessions that are all in use go least recently used first.
         let used: Vec<String> = (0..MAX_SESSIONS)
             .map(|_| {
-                let (id, _) = sessions.open().unwrap();
+                let (id, _) = sessions.open(Who::ThisMachine).unwrap();
                 sessions.get(&id);
                 id
             })

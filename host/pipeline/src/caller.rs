@@ -30,6 +30,9 @@ pub struct Caller {
 pub enum Proof {
     /// An access token from this issuer, its signature and claims checked.
     AccessToken { issuer: String },
+    /// A person signed in to the console with this issuer (authorization
+    /// code and PKCE, the ID token's signature, audience and nonce checked).
+    SignIn { issuer: String },
     /// The server's one shared token (`--token-file`): whoever holds it.
     SharedToken,
     /// The operating-system user this process runs as (its effective uid,
@@ -45,7 +48,11 @@ impl Caller {
     /// session is bound to (see the `ownership` step).
     pub fn identity(&self) -> String {
         match &self.proof {
-            Proof::AccessToken { issuer } => format!("{issuer} {}", self.subject),
+            // One person, whether their agent calls with an access token or
+            // they sign in to the console: the issuer names them the same.
+            Proof::AccessToken { issuer } | Proof::SignIn { issuer } => {
+                format!("{issuer} {}", self.subject)
+            }
             Proof::SharedToken => "shared-token".into(),
             Proof::OsUser => format!("os-user {}", self.subject),
         }
@@ -78,6 +85,7 @@ impl Caller {
     pub fn proof_name(&self) -> &'static str {
         match self.proof {
             Proof::AccessToken { .. } => "access token",
+            Proof::SignIn { .. } => "console sign-in",
             Proof::SharedToken => "shared token",
             Proof::OsUser => "os user",
         }

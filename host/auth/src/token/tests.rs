@@ -11,6 +11,7 @@ use serde_json::json;
 
 const ISSUER: &str = "https://login.example.org/realms/tools";
 const AUDIENCE: &str = "https://tools.example.org/mcp";
+const CONSOLE: &str = "toolwarden-console";
 
 struct Minter {
     pair: EcdsaKeyPair,
@@ -70,6 +71,8 @@ fn with_leeway(minter: &Minter, leeway_seconds: u64) -> Authority {
             scopes: vec!["tools:call".into()],
             claims: vec!["groups".into()],
             leeway_seconds,
+            console_client_id: Some(CONSOLE.into()),
+            console_redirect_uri: None,
         },
         KeySet::parse(set.as_bytes()).unwrap(),
     )
@@ -274,4 +277,99 @@ async fn a_checked_token_is_taken_on_trust_until_it_expires_and_no_further() {
     let lapsed = minter.sign(header(), with(|c| c["exp"] = json!(now() - 5)));
     assert!(lenient.check(&lapsed).await.is_ok());
     assert_eq!(lenient.remembered.len(), 0);
+}
+
+fn id_token(change: impl FnOnce(&mut serde_json::Value)) -> serde_json::Value {
+    let mut claims = json!({"iss": ISSUER, "aud": CONSOLE, "sub": "alice", "exp": now() + 300,
+                            "iat": now(), "nonce": "n-1", "groups": ["oncall"]});
+    change(&mut claims);
+    claims
+}
+
+#[tokio::test]
+async fn an_id_token_signs_a_person_in_only_for_the_console_and_this_nonce() {
+    let minter = Minter::new();
+    let authority = authority(&minter);
+    let header = json!({"alg": "ES256", "typ": "JWT", "kid": "k1"});
+    let sign = |claims| minter.sign(header.clone(), claims);
+    let person = authority
+        .check_id_token(&sign(id_token(|_| {})), CONSOLE, "n-1")
+        .await
+        .unwrap();
+    assert_eq!(person.subject, "alice");
+    assert_eq!(
+        person.proof,
+        Proof::SignIn {
+            issuer: ISSUER.into()
+        }
+    );
+    assert_eq!(person.identity(), format!("{ISSUER} alice"));
+    assert_eq!(person.claims["groups"], json!(["oncall"]));
+
+    let refused = |claims: serde_json::Value, nonce: &'static str| {
+        let token = sign(claims);
+        let authority = &authority;
+        async move {
+            authority
+                .check_id_token(&token, CONSOLE, nonce)
+                .await
+                .unwrap_err()
+        }
+    };
+    assert_eq!(refused(id_token(|_| {}), "n-2").await, Refusal::Nonce);
+    assert_eq!(
+        refused(
+            id_token(|c| c.as_object_mut().unwrap().retain(|k, _| k != "nonce")),
+            "n-1"
+        )
+        .await,
+        Refusal::Nonce
+    );
+    // An access token for the MCP server is not a sign-in to the console.
+    assert_eq!(
+        refused(id_token(|c| c["aud"] = json!(AUDIENCE)), "n-1").await,
+        Refusal::Audience(CONSOLE.into())
+    );
+    // Several audiences: the console must be the one it was issued to.
+    assert_eq!(
+        refused(id_token(|c| c["aud"] = json!([CONSOLE, "other"])), "n-1").await,
+        Refusal::Audience(CONSOLE.into())
+    );
+    assert_eq!(
+        refused(id_token(|c| c["azp"] = json!("other")), "n-1").await,
+        Refusal::Audience(CONSOLE.into())
+    );
+    assert!(
+        authority
+            .check_id_token(
+                &sign(id_token(|c| {
+                    c["aud"] = json!([CONSOLE, "other"]);
+                    c["azp"] = json!(CONSOLE);
+                })),
+                CONSOLE,
+                "n-1"
+            )
+            .await
+            .is_ok()
+    );
+    assert_eq!(
+        refused(id_token(|c| c["exp"] = json!(now() - 3_600)), "n-1").await,
+        Refusal::Expired
+    );
+    assert_eq!(
+        refused(
+            id_token(|c| c["iss"] = json!("https://evil.example.org")),
+            "n-1"
+        )
+        .await,
+        Refusal::Issuer(ISSUER.into())
+    );
+    let forged = Minter::new().sign(header.clone(), id_token(|_| {}));
+    assert_eq!(
+        authority
+            .check_id_token(&forged, CONSOLE, "n-1")
+            .await
+            .unwrap_err(),
+        Refusal::Signature
+    );
 }

@@ -3,7 +3,7 @@
 //! every other command, so approvals asked anywhere show up, and decides
 //! them through the same approval book.
 
-use super::serve::{listen_options, runtime};
+use super::serve::{authority, listen_options, runtime};
 use crate::ExitStatus;
 use crate::args::ConsoleArgs;
 use crate::config::Config;
@@ -12,14 +12,23 @@ use crate::error::Error;
 use crate::printer::Printer;
 
 pub fn run(config: Config, args: ConsoleArgs, printer: Printer) -> Result<ExitStatus, Error> {
-    let options = match listen_options(args.addr, args.listen, None, printer) {
+    let options = match authority(&config, printer)
+        .and_then(|authority| listen_options(args.addr, args.listen, authority, printer))
+    {
         Ok(options) => options,
         Err(status) => return Ok(status),
     };
-    if options.token.is_none() && !options.addr.ip().is_loopback() {
+    let signs_in = options
+        .authority
+        .as_ref()
+        .is_some_and(|a| a.settings().console_client_id.is_some());
+    if options.token.is_none() && !signs_in && !options.addr.ip().is_loopback() {
         printer.error(
-            format!("no console on `{}` without a token", options.addr),
-            Some("give a token with `--token-file FILE`, or listen on 127.0.0.1"),
+            format!("no console on `{}` without a way to sign in", options.addr),
+            Some(
+                "give a token with `--token-file FILE`, let people sign in with `[auth] \
+                 console_client_id`, or listen on 127.0.0.1",
+            ),
         );
         return Ok(ExitStatus::Error);
     }

@@ -119,7 +119,7 @@ fn described_caller(pairs: &[String], issuer: Option<&str>) -> Result<Option<Cal
     let subject = match (&proof, subject) {
         (Proof::SharedToken, None) => "shared-token".to_owned(),
         (_, Some(subject)) => subject,
-        (Proof::AccessToken { .. } | Proof::OsUser, None) => {
+        (Proof::AccessToken { .. } | Proof::SignIn { .. } | Proof::OsUser, None) => {
             return Err("`--caller` needs `subject=...` (or `proof=shared_token`)".into());
         }
     };

@@ -71,14 +71,21 @@ pub fn listen_options(
 }
 
 /// The console for an HTTP listener, unless it would be open to anyone:
-/// a console needs a token or a loopback address, whatever else is allowed.
+/// a console needs a way to sign in (the issuer's `console_client_id`, a
+/// token) or a loopback address, whatever else is allowed.
 pub fn console_beside(
     host: &Arc<Controller>,
     options: &HttpOptions,
 ) -> (axum::Router, Option<crate::console_url::Announcement>) {
-    if options.token.is_none() && !options.addr.ip().is_loopback() {
+    let sign_in = options
+        .authority
+        .as_ref()
+        .and_then(toolwarden_auth::SignIn::of)
+        .map(Arc::new);
+    if options.token.is_none() && sign_in.is_none() && !options.addr.ip().is_loopback() {
         tracing::warn!(
-            "no console on `{}`: without a token it would be open to anyone who reaches it",
+            "no console on `{}`: without a token or `[auth] console_client_id` it would be open \
+             to anyone who reaches it",
             options.addr
         );
         return (axum::Router::new(), None);
@@ -96,6 +103,7 @@ pub fn console_beside(
         Arc::clone(host),
         crate::console::ConsoleOptions {
             token: options.token.clone(),
+            sign_in,
             allowed_hosts: options.allowed_hosts.clone(),
             allowed_origins: Arc::clone(&options.allowed_origins),
         },
@@ -207,7 +215,7 @@ fn token_note(options: &HttpOptions, file: Option<&std::path::Path>) -> String {
 
 /// The issuer `[auth]` names, ready to check tokens; `Err` once the
 /// mistake is printed.
-fn authority(
+pub fn authority(
     config: &Config,
     printer: Printer,
 ) -> Result<Option<Arc<toolwarden_auth::Authority>>, ExitStatus> {

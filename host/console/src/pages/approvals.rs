@@ -2,7 +2,7 @@
 //! history of decisions.
 
 use super::shown::preview_of;
-use super::{Section, layout, pretty};
+use super::{Section, Viewer, layout, pretty};
 use crate::approval::Approval;
 use crate::presentation::visible;
 use crate::registry::Tool;
@@ -131,18 +131,18 @@ pub fn state(approval: &Approval) -> &'static str {
     }
 }
 
-pub fn waiting(approvals: &[Approval], tools: &[std::sync::Arc<Tool>], csrf: &str) -> Markup {
+pub fn waiting(approvals: &[Approval], tools: &[std::sync::Arc<Tool>], viewer: Viewer) -> Markup {
     layout(
         "waiting",
         Some(Section::Waiting),
         true,
-        Some(csrf),
+        Some(viewer),
         html! {
             h1 { "Waiting for a decision" }
             @if approvals.is_empty() {
                 p.empty { "Nothing is waiting. Calls the policy asks about appear here as they are made." }
             }
-            @for approval in approvals { (approval_card(approval, tools, csrf)) }
+            @for approval in approvals { (approval_card(approval, tools, viewer.csrf)) }
         },
     )
 }
@@ -151,7 +151,7 @@ pub fn waiting(approvals: &[Approval], tools: &[std::sync::Arc<Tool>], csrf: &st
 pub fn approval(
     approval: &Approval,
     tools: &[std::sync::Arc<Tool>],
-    csrf: &str,
+    viewer: Viewer,
     note: Option<&str>,
 ) -> Markup {
     let next = match state(approval) {
@@ -169,21 +169,21 @@ pub fn approval(
         "approval",
         None,
         false,
-        Some(csrf),
+        Some(viewer),
         html! {
             @if let Some(note) = note { p.notice role="status" { (note) } }
-            (approval_card(approval, tools, csrf))
+            (approval_card(approval, tools, viewer.csrf))
             p.next { (next) }
         },
     )
 }
 
-pub fn history(approvals: &[Approval], csrf: &str) -> Markup {
+pub fn history(approvals: &[Approval], viewer: Viewer) -> Markup {
     layout(
         "history",
         Some(Section::History),
         true,
-        Some(csrf),
+        Some(viewer),
         html! {
             h1 { "Decided, used and expired" }
             table {

@@ -2,7 +2,7 @@
 //! trail.
 
 use super::shown::shown_call;
-use super::{Section, layout, pretty};
+use super::{Section, Viewer, layout, pretty};
 use crate::audit::{Record, Verification};
 use crate::controller::ShownCall;
 use crate::presentation::visible;
@@ -58,7 +58,7 @@ pub fn audit(
     query: &AuditQuery,
     calls: &[CallRow],
     problem: Option<&str>,
-    csrf: &str,
+    viewer: Viewer,
 ) -> Markup {
     let field = |name: &str, label: &str, value: &Option<String>, hint: &str| {
         html! { label { (label) " " input type="text" name=(name) value=[value.as_deref()] placeholder=(hint); } }
@@ -67,7 +67,7 @@ pub fn audit(
         "audit",
         Some(Section::Audit),
         false,
-        Some(csrf),
+        Some(viewer),
         html! {
             h1 { "Audit trail" }
             (chain_state)
@@ -102,12 +102,17 @@ pub fn audit(
 }
 
 /// Every record of one call, in chain order.
-pub fn trail(call_id: &str, records: &[Record], shown: Option<&ShownCall>, csrf: &str) -> Markup {
+pub fn trail(
+    call_id: &str,
+    records: &[Record],
+    shown: Option<&ShownCall>,
+    viewer: Viewer,
+) -> Markup {
     layout(
         "call",
         Some(Section::Audit),
         false,
-        Some(csrf),
+        Some(viewer),
         html! {
             h1 { "Call " code { (visible(call_id)) } }
             @if let Some(end) = records.iter().rev().find(|r| r.kind == "outcome" || r.kind == "refused") {

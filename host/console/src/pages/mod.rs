@@ -28,6 +28,24 @@ pub enum Section {
     Tools,
 }
 
+/// Who is looking, for the frame: the form token every change carries, and
+/// who the console knows them as, in words.
+#[derive(Clone, Copy)]
+pub struct Viewer<'a> {
+    pub csrf: &'a str,
+    pub who: &'a str,
+}
+
+/// How the login page offers to sign in.
+pub struct LoginOffer<'a> {
+    /// The issuer people may sign in with, if any.
+    pub issuer: Option<&'a str>,
+    /// Whether the shared token may be given.
+    pub token: bool,
+    /// What went wrong the last time, if anything.
+    pub failed: Option<&'a str>,
+}
+
 /// A JSON value laid out for reading (JSON escapes every control character).
 pub fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
@@ -38,7 +56,7 @@ pub fn layout(
     title: &str,
     section: Option<Section>,
     live: bool,
-    csrf: Option<&str>,
+    viewer: Option<Viewer>,
     body: Markup,
 ) -> Markup {
     let link = |to: Section, href: &str, name: &str| {
@@ -67,9 +85,10 @@ pub fn layout(
                         (link(Section::Audit, "/console/audit", "Audit"))
                         (link(Section::Tools, "/console/tools", "Tools"))
                     }
-                    @if let Some(csrf) = csrf {
+                    @if let Some(viewer) = viewer {
+                        span.who { (visible(viewer.who)) }
                         form.logout method="post" action="/console/logout" {
-                            input type="hidden" name="csrf" value=(csrf);
+                            input type="hidden" name="csrf" value=(viewer.csrf);
                             button type="submit" { "Sign out" }
                         }
                     }
@@ -80,7 +99,7 @@ pub fn layout(
     }
 }
 
-pub fn login(failed: bool) -> Markup {
+pub fn login(offer: &LoginOffer) -> Markup {
     layout(
         "sign in",
         None,
@@ -88,23 +107,49 @@ pub fn login(failed: bool) -> Markup {
         None,
         html! {
             h1 { "Sign in" }
-            @if failed { p.error role="alert" { "That token is not the one this host was started with." } }
-            form.card method="post" action="/console/login" {
-                label for="token" { "Bearer token (the contents of the server's " code { "--token-file" } ")" }
-                input #token type="password" name="token" autocomplete="current-password" required autofocus;
-                button type="submit" { "Sign in" }
+            @if let Some(failed) = offer.failed { p.error role="alert" { (visible(failed)) } }
+            @if let Some(issuer) = offer.issuer {
+                p.card {
+                    a.button #sign-in href="/console/login/issuer" { "Sign in with " (visible(issuer)) }
+                }
+            }
+            @if offer.token {
+                form.card method="post" action="/console/login" {
+                    label for="token" { "Bearer token (the contents of the server's " code { "--token-file" } ")" }
+                    input #token type="password" name="token" autocomplete="current-password" required autofocus[offer.issuer.is_none()];
+                    button type="submit" { "Sign in" }
+                }
             }
         },
     )
 }
 
+/// The answer to a finished sign-in: the issuer's redirect brought the
+/// browser here from another site, so a cookie kept `SameSite=Strict` is
+/// not sent on a redirect onwards; this page moves on from the console's
+/// own origin, where it is.
+pub fn signed_in(who: &str) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta http-equiv="refresh" content="0;url=/console";
+                title { "toolwarden · signed in" }
+                link rel="stylesheet" href="/console/static/console.css";
+            }
+            body { main { p { "Signed in as " (visible(who)) ". " a href="/console" { "Continue" } } } }
+        }
+    }
+}
+
 /// A page that says what went wrong, with the status the route gives it.
-pub fn problem(title: &str, message: &str, csrf: Option<&str>) -> Markup {
+pub fn problem(title: &str, message: &str, viewer: Option<Viewer>) -> Markup {
     layout(
         title,
         None,
         false,
-        csrf,
+        viewer,
         html! { h1 { (title) } p.error role="alert" { (visible(message)) } },
     )
 }

@@ -1,7 +1,7 @@
 //! The tools page: every tool with its decision and network, and what
 //! `policy explain` says for a call a person describes.
 
-use super::{Section, layout};
+use super::{Section, Viewer, layout};
 use crate::capability::Network;
 use crate::policy::Explanation;
 use crate::presentation::visible;
@@ -32,13 +32,13 @@ pub fn tools(
     rows: &[ToolRow],
     explained: Option<Markup>,
     chosen: Option<(&str, &str)>,
-    csrf: &str,
+    viewer: Viewer,
 ) -> Markup {
     layout(
         "tools",
         Some(Section::Tools),
         false,
-        Some(csrf),
+        Some(viewer),
         html! {
             h1 { "Tools" }
             table {
@@ -59,7 +59,7 @@ pub fn tools(
             }
             h2 #explain { "What would the policy decide?" }
             form.card method="post" action="/console/tools/explain" {
-                input type="hidden" name="csrf" value=(csrf);
+                input type="hidden" name="csrf" value=(viewer.csrf);
                 label { "Tool " select name="tool" {
                     @for row in rows {
                         option value=(row.tool.spec().name) selected[chosen.is_some_and(|(t, _)| t == row.tool.spec().name)] { (row.tool.spec().name) }

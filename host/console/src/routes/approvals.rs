@@ -13,7 +13,6 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use std::sync::Arc;
-use toolwarden::caller::Caller;
 
 fn approvals_of(
     console: &Console,
@@ -35,9 +34,9 @@ pub async fn waiting(State(console): Shared, Extension(session): Extension<Sessi
     match listed {
         Ok(Ok(approvals)) => {
             let tools: Vec<_> = console.host.registry().tools().cloned().collect();
-            page(pages::waiting(&approvals, &tools, &session.csrf))
+            page(pages::waiting(&approvals, &tools, session.viewer()))
         }
-        Ok(Err(e)) => unavailable("approvals unavailable", &e, &session.csrf),
+        Ok(Err(e)) => unavailable("approvals unavailable", &e, session.viewer()),
         Err(response) => response,
     }
 }
@@ -45,8 +44,8 @@ pub async fn waiting(State(console): Shared, Extension(session): Extension<Sessi
 pub async fn history(State(console): Shared, Extension(session): Extension<Session>) -> Response {
     let c = Arc::clone(&console);
     match blocking(move || approvals_of(&c, |a| a.state != "pending" || a.expired)).await {
-        Ok(Ok(approvals)) => page(pages::history(&approvals, &session.csrf)),
-        Ok(Err(e)) => unavailable("approvals unavailable", &e, &session.csrf),
+        Ok(Ok(approvals)) => page(pages::history(&approvals, session.viewer())),
+        Ok(Err(e)) => unavailable("approvals unavailable", &e, session.viewer()),
         Err(response) => response,
     }
 }
@@ -80,10 +79,10 @@ pub async fn approval(
                 ),
                 Some(_) | None => None,
             };
-            page(pages::approval(&approval, &tools, &session.csrf, note))
+            page(pages::approval(&approval, &tools, session.viewer(), note))
         }
-        Ok(Ok(None)) => missing(&id, &session.csrf),
-        Ok(Err(e)) => unavailable("approvals unavailable", &e.to_string(), &session.csrf),
+        Ok(Ok(None)) => missing(&id, session.viewer()),
+        Ok(Err(e)) => unavailable("approvals unavailable", &e.to_string(), session.viewer()),
         Err(response) => response,
     }
 }
@@ -112,17 +111,14 @@ async fn decide(
         .map(|r| r.trim().chars().take(500).collect::<String>())
         .filter(|r| !r.is_empty());
     let target = id.clone();
+    let approver = session.who.approver();
     let decided = blocking(move || {
-        console
-            .host
-            .records()
-            // Whoever holds the console's token signed in: it proves no more.
-            .decide(
-                &target,
-                decision,
-                reason.as_deref(),
-                (Decider::Console, &Caller::shared_token()),
-            )
+        console.host.records().decide(
+            &target,
+            decision,
+            reason.as_deref(),
+            (Decider::Console, &approver),
+        )
     })
     .await;
     let word = match decision {
@@ -142,12 +138,12 @@ async fn decide(
         Ok(Ok(Decided::Stale(_))) => {
             Redirect::to(&format!("/console/approvals/{id}?done=stale")).into_response()
         }
-        Ok(Ok(Decided::Missing)) => missing(&id, &session.csrf),
+        Ok(Ok(Decided::Missing)) => missing(&id, session.viewer()),
         Ok(Err(e)) => failure(
             StatusCode::SERVICE_UNAVAILABLE,
             "not recorded",
             &format!("the decision could not be recorded, so nothing changed: {e}"),
-            Some(&session.csrf),
+            Some(session.viewer()),
         ),
         Err(response) => response,
     }

@@ -121,7 +121,7 @@ pub async fn audit(
                 &query,
                 &rows,
                 problem.as_deref(),
-                &session.csrf,
+                session.viewer(),
             ))
         }
         Err(response) => response,
@@ -150,9 +150,14 @@ pub async fn trail(
                     tracing::warn!(call = %id, "the call could not be read back: {e}");
                     None
                 });
-            page(pages::trail(&id, &records, shown.as_ref(), &session.csrf))
+            page(pages::trail(
+                &id,
+                &records,
+                shown.as_ref(),
+                session.viewer(),
+            ))
         }
-        Ok(Err(e)) => unavailable("audit unavailable", &e.to_string(), &session.csrf),
+        Ok(Err(e)) => unavailable("audit unavailable", &e.to_string(), session.viewer()),
         Err(response) => response,
     }
 }

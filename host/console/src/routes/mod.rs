@@ -6,20 +6,19 @@
 
 use super::Console;
 use super::pages;
-use super::session::{self, Session};
-use axum::Extension;
-use axum::extract::{Form, Path, State};
+use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
-use axum::response::{Html, IntoResponse, Redirect, Response};
-use serde::Deserialize;
+use axum::response::{Html, IntoResponse, Response};
 use std::sync::Arc;
 
 mod approvals;
 mod audit;
+mod signing;
 mod tools;
 
 pub use approvals::{approval, approve, deny, history, waiting};
 pub use audit::{audit, trail};
+pub use signing::{login, login_page, logout, sign_in, signed_in};
 pub use tools::{explain, tools};
 
 type Shared = State<Arc<Console>>;
@@ -38,26 +37,31 @@ async fn blocking<T: Send + 'static>(
     })
 }
 
-fn failure(status: StatusCode, title: &str, message: &str, csrf: Option<&str>) -> Response {
+fn failure(
+    status: StatusCode,
+    title: &str,
+    message: &str,
+    viewer: Option<pages::Viewer>,
+) -> Response {
     (
         status,
-        Html(pages::problem(title, message, csrf).into_string()),
+        Html(pages::problem(title, message, viewer).into_string()),
     )
         .into_response()
 }
 
-fn missing(id: &str, csrf: &str) -> Response {
+fn missing(id: &str, viewer: pages::Viewer) -> Response {
     failure(
         StatusCode::NOT_FOUND,
         "no such approval",
         &format!("there is no approval `{id}`"),
-        Some(csrf),
+        Some(viewer),
     )
 }
 
 /// The records could not be read: nothing is shown rather than part.
-fn unavailable(what: &str, error: &str, csrf: &str) -> Response {
-    failure(StatusCode::SERVICE_UNAVAILABLE, what, error, Some(csrf))
+fn unavailable(what: &str, error: &str, viewer: pages::Viewer) -> Response {
+    failure(StatusCode::SERVICE_UNAVAILABLE, what, error, Some(viewer))
 }
 
 fn csrf_refused() -> Response {
@@ -100,68 +104,6 @@ pub async fn events(State(console): Shared) -> Response {
     });
     Sse::new(stream)
         .keep_alive(KeepAlive::default())
-        .into_response()
-}
-
-pub async fn login_page(State(console): Shared) -> Response {
-    if console.token.is_none() {
-        return Redirect::to("/console").into_response();
-    }
-    page(pages::login(false))
-}
-
-#[derive(Deserialize)]
-pub struct LoginForm {
-    #[serde(default)]
-    token: String,
-}
-
-pub async fn login(State(console): Shared, Form(form): Form<LoginForm>) -> Response {
-    let Some(token) = &console.token else {
-        return Redirect::to("/console").into_response();
-    };
-    if !session::same_secret(form.token.trim(), token) {
-        return (
-            StatusCode::UNAUTHORIZED,
-            Html(pages::login(true).into_string()),
-        )
-            .into_response();
-    }
-    match console.sessions.open() {
-        Some((id, _)) => (
-            [(header::SET_COOKIE, session::set_cookie(&id))],
-            Redirect::to("/console"),
-        )
-            .into_response(),
-        None => failure(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "no session",
-            "the host could not make a session id",
-            None,
-        ),
-    }
-}
-
-#[derive(Deserialize)]
-pub struct LogoutForm {
-    #[serde(default)]
-    csrf: String,
-}
-
-pub async fn logout(
-    State(console): Shared,
-    Extension(session): Extension<Session>,
-    Extension(id): Extension<super::SessionId>,
-    Form(form): Form<LogoutForm>,
-) -> Response {
-    if !session::same_secret(&form.csrf, &session.csrf) {
-        return csrf_refused();
-    }
-    console.sessions.close(&id.0);
-    (
-        [(header::SET_COOKIE, session::clear_cookie())],
-        Redirect::to("/console/login"),
-    )
         .into_response()
 }
 

@@ -36,7 +36,7 @@ pub async fn tools(State(console): Shared, Extension(session): Extension<Session
         &tool_rows(&console),
         None,
         None,
-        &session.csrf,
+        session.viewer(),
     ))
 }
 
@@ -71,7 +71,7 @@ pub async fn explain(
             &tool_rows(&console),
             Some(pages::explanation(&result)),
             Some((&form.tool, &form.args)),
-            &session.csrf,
+            session.viewer(),
         )),
         Err(response) => response,
     }

@@ -32,6 +32,12 @@ pub struct AuthSettings {
     pub claims: Vec<String>,
     /// Seconds of clock difference tolerated on `exp` and `nbf`.
     pub leeway_seconds: u64,
+    /// The console's client at the issuer (a public client: authorization
+    /// code with PKCE, no secret): people sign in to the console with it.
+    pub console_client_id: Option<String>,
+    /// Where the issuer sends people back to (`.../console/login/callback`),
+    /// when the console cannot tell from the request (a proxy in front).
+    pub console_redirect_uri: Option<Url>,
 }
 
 pub const DEFAULT_LEEWAY_SECONDS: u64 = 60;
@@ -50,10 +56,16 @@ pub(super) struct AuthSection {
     #[serde(default)]
     claims: Vec<String>,
     leeway_seconds: Option<u64>,
+    console_client_id: Option<String>,
+    console_redirect_uri: Option<String>,
 }
 
+/// Where the console's sign-in comes back to, under any origin.
+pub const CONSOLE_CALLBACK_PATH: &str = "/console/login/callback";
+
 impl AuthSection {
-    pub(super) const KEYS: &str = "issuer, audience, resource, scopes, claims, leeway_seconds";
+    pub(super) const KEYS: &str = "issuer, audience, resource, scopes, claims, leeway_seconds, \
+                                   console_client_id, console_redirect_uri";
 
     pub(super) fn resolve(self) -> Result<AuthSettings, SettingError> {
         let parsed = web_url("issuer", &self.issuer)?;
@@ -95,6 +107,37 @@ impl AuthSection {
                 ));
             }
         };
+        if let Some(id) = &self.console_client_id
+            && (id.trim().is_empty() || id.chars().any(char::is_control))
+        {
+            return Err(SettingError::new(
+                "`auth.console_client_id` is empty or holds control characters",
+                "name the client registered at the issuer for the console, e.g. `toolwarden-console`",
+            ));
+        }
+        let console_redirect_uri = match self.console_redirect_uri.as_deref() {
+            None => None,
+            Some(_) if self.console_client_id.is_none() => {
+                return Err(SettingError::new(
+                    "`auth.console_redirect_uri` is set without `auth.console_client_id`",
+                    "name the console's client too, or remove the redirect URI",
+                ));
+            }
+            Some(text) => {
+                let url = web_url("console_redirect_uri", text)?;
+                if url.path() != CONSOLE_CALLBACK_PATH || url.query().is_some() {
+                    return Err(SettingError::new(
+                        format!(
+                            "`auth.console_redirect_uri` `{text}` is not the console's callback"
+                        ),
+                        format!(
+                            "write the console's URL as people reach it, ending in `{CONSOLE_CALLBACK_PATH}`"
+                        ),
+                    ));
+                }
+                Some(url)
+            }
+        };
         Ok(AuthSettings {
             issuer: self.issuer,
             audience: self.audience,
@@ -102,6 +145,8 @@ impl AuthSection {
             scopes: self.scopes,
             claims: self.claims,
             leeway_seconds,
+            console_client_id: self.console_client_id,
+            console_redirect_uri,
         })
     }
 }
@@ -180,6 +225,8 @@ mod tests {
             scopes: vec!["tools:call".into()],
             claims: vec![],
             leeway_seconds: None,
+            console_client_id: None,
+            console_redirect_uri: None,
         }
     }
 
@@ -232,5 +279,43 @@ mod tests {
         let mut empty = section("https://login.example.org");
         empty.audience = " ".into();
         assert!(empty.resolve().is_err());
+    }
+
+    #[test]
+    fn the_console_comes_back_to_its_own_callback() {
+        let with = |id: Option<&str>, uri: Option<&str>| {
+            let mut s = section("https://login.example.org");
+            s.console_client_id = id.map(str::to_owned);
+            s.console_redirect_uri = uri.map(str::to_owned);
+            s.resolve()
+        };
+        let good = with(
+            Some("console"),
+            Some("https://tools.example.org/console/login/callback"),
+        )
+        .unwrap();
+        assert_eq!(good.console_client_id.as_deref(), Some("console"));
+        assert!(
+            with(Some("console"), None)
+                .unwrap()
+                .console_redirect_uri
+                .is_none()
+        );
+        for wrong in [
+            "https://tools.example.org/elsewhere",
+            "https://tools.example.org/console/login/callback?next=x",
+            "http://tools.example.org/console/login/callback",
+        ] {
+            assert!(with(Some("console"), Some(wrong)).is_err(), "{wrong}");
+        }
+        assert!(
+            with(
+                None,
+                Some("https://tools.example.org/console/login/callback")
+            )
+            .is_err(),
+            "a redirect without a client"
+        );
+        assert!(with(Some(" "), None).is_err());
     }
 }

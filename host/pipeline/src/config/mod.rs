@@ -17,7 +17,7 @@ mod private;
 mod project;
 mod trust;
 
-pub use auth::{AuthSettings, DEFAULT_LEEWAY_SECONDS, is_loopback};
+pub use auth::{AuthSettings, CONSOLE_CALLBACK_PATH, DEFAULT_LEEWAY_SECONDS, is_loopback};
 pub use builder::ConfigBuilder;
 pub use mcp::{
     DEFAULT_MAX_MCP_SESSIONS, DEFAULT_MAX_TASKS, DEFAULT_SESSION_IDLE_SECONDS,

@@ -86,11 +86,14 @@ fn values<'a>(identity: &'a Identity, key: &str) -> Vec<std::borrow::Cow<'a, str
     match key {
         "subject" => vec![Cow::Borrowed(identity.subject.as_str())],
         "issuer" => match &identity.proof {
-            Proof::AccessToken { issuer } => vec![Cow::Borrowed(issuer.as_str())],
+            Proof::AccessToken { issuer } | Proof::SignIn { issuer } => {
+                vec![Cow::Borrowed(issuer.as_str())]
+            }
             Proof::SharedToken | Proof::OsUser => Vec::new(),
         },
         "proof" => vec![Cow::Borrowed(match identity.proof {
             Proof::AccessToken { .. } => "access_token",
+            Proof::SignIn { .. } => "sign_in",
             Proof::SharedToken => "shared_token",
             Proof::OsUser => "os_user",
         })],
