@@ -15,7 +15,6 @@ use crate::store::{
     ExecutionRow, KeyState, NewAuditRow, RateKey, RateTaken, Store, Vote,
 };
 use std::ops::ControlFlow;
-use std::path::PathBuf;
 
 /// Where a shared store would be: never, in this build.
 #[derive(Clone, Debug)]
@@ -24,7 +23,7 @@ pub enum SharedSettings {}
 impl SharedSettings {
     pub(super) fn new(
         _url: &str,
-        _password_file: Option<PathBuf>,
+        _access: super::section::Access,
     ) -> Result<SharedSettings, SettingError> {
         Err(SettingError::new(
             "this toolwarden was built without PostgreSQL, so it cannot use a shared store",

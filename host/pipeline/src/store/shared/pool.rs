@@ -159,19 +159,34 @@ pub(super) fn connect(settings: &SharedSettings) -> Result<Client, SharedError> 
         config.password(password);
     }
     let handle = driver()?;
+    let tls = settings.tls.connector.clone();
     let connecting = handle.spawn(async move {
-        let (client, connection) = config.connect(NoTls).await?;
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::warn!("the shared store's connection ended: {e}");
-            }
-        });
-        Ok::<_, tokio_postgres::Error>(client)
+        match tls {
+            None => drive(config.connect(NoTls).await?),
+            Some(tls) => drive(config.connect(tls).await?),
+        }
     });
     match wait(connecting) {
-        Ok(client) => Ok(client?),
+        Ok(Ok(client)) => Ok(client),
+        Ok(Err(e)) => Err(super::tls::explain(e)),
         Err(e) => Err(SharedError::Setup(format!("connecting failed: {e}"))),
     }
+}
+
+/// The client, once its connection is driven on the driver's runtime.
+fn drive<S, T>(
+    (client, connection): (Client, tokio_postgres::Connection<S, T>),
+) -> Result<Client, tokio_postgres::Error>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::warn!("the shared store's connection ended: {e}");
+        }
+    });
+    Ok(client)
 }
 
 impl Shared {

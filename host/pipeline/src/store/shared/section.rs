@@ -16,23 +16,53 @@ pub(super) const URL_ENV: &str = "TOOLWARDEN_STORE_URL";
 pub struct StoreSection {
     url: Option<String>,
     password_file: Option<PathBuf>,
+    sslmode: Option<String>,
+    sslrootcert: Option<String>,
+    sslcert: Option<String>,
+    sslkey: Option<String>,
+}
+
+/// How to log in to the store, besides its URL: the password's file, and
+/// TLS parameters (`sslmode`, ...) given as keys rather than in the URL.
+// A build without PostgreSQL refuses every `url` before reading the rest.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+#[derive(Debug, Default)]
+pub(super) struct Access {
+    pub password_file: Option<PathBuf>,
+    pub tls: Vec<(&'static str, String)>,
 }
 
 impl StoreSection {
-    pub const KEYS: &str = "url, password_file";
+    pub const KEYS: &str = "url, password_file, sslmode, sslrootcert, sslcert, sslkey";
 
     /// The shared store the section (or [`URL_ENV`]) names, if any.
     pub fn resolve(self) -> Result<Option<SharedSettings>, SettingError> {
         let url = std::env::var(URL_ENV).ok().filter(|u| !u.is_empty());
+        let tls: Vec<(&'static str, String)> = [
+            ("sslmode", self.sslmode),
+            ("sslrootcert", self.sslrootcert),
+            ("sslcert", self.sslcert),
+            ("sslkey", self.sslkey),
+        ]
+        .into_iter()
+        .filter_map(|(key, value)| Some((key, value?)))
+        .collect();
         match url.or(self.url) {
-            None if self.password_file.is_some() => Err(SettingError::new(
-                "`[store] password_file` is set but no `url`",
+            None if self.password_file.is_some() || !tls.is_empty() => Err(SettingError::new(
+                "`[store]` says how to log in but names no `url`",
                 format!(
                     "add `url = \"postgres://USER@HOST:PORT/DB\"` to `[store]`, or set {URL_ENV}"
                 ),
             )),
             None => Ok(None),
-            Some(url) => SharedSettings::new(&url, self.password_file).map(Some),
+            Some(url) => SharedSettings::new(
+                &url,
+                Access {
+                    password_file: self.password_file,
+                    tls,
+                },
+            )
+            .map(Some),
         }
     }
 
@@ -41,6 +71,10 @@ impl StoreSection {
         StoreSection {
             url: None,
             password_file: None,
+            sslmode: None,
+            sslrootcert: None,
+            sslcert: None,
+            sslkey: None,
         }
         .resolve()
     }
