@@ -294,6 +294,38 @@ def test_every_host_appends_to_one_chain_that_verifies_and_shows_an_edit(hosts, 
     assert found["status"] == "broken" and found["seq"] == victim, found
 
 
+def test_a_tail_cut_from_the_shared_chain_is_seen_by_every_host(hosts, server):
+    """Host A writes the last records; they are deleted from the table. Host
+    B's own head file never counted them, but the store's head, moved in
+    every append's transaction, did: `audit verify` on B (and on D, which
+    never served a call) names the cut, and B's next call chains after the
+    head, so the cut stays a gap rather than being written over."""
+    deployment, (a, b, c, d) = hosts
+    db = database(deployment)
+    tail = lambda: int(server.sql("SELECT max(seq) FROM audit", database=db))  # noqa: E731
+    for state in (b, a):
+        ran = cli(deployment, state, "call", "calc", '{"op": "add", "a": 1, "b": 1}')
+        assert ran.returncode == 0, ran.stderr
+        if state == b:
+            after_b = tail()
+    last = tail()
+    assert last > after_b
+    server.sql(f"DELETE FROM audit WHERE seq > {after_b}", database=db)
+    for state in (b, d):
+        broken = verify(deployment, state)
+        assert broken.returncode == 1, broken.stdout + broken.stderr
+        found = json.loads(broken.stdout)
+        assert found["status"] == "broken" and found["seq"] == after_b + 1, found
+        assert "store's head" in found["problem"] and "cut off the end" in found["problem"], found
+    ran = cli(deployment, b, "call", "calc", '{"op": "add", "a": 2, "b": 2}')
+    assert ran.returncode == 0, ran.stderr
+    assert int(server.sql(f"SELECT min(seq) FROM audit WHERE seq > {after_b}", database=db)) == last + 1, \
+        "the next record chains after the head"
+    still = json.loads(verify(deployment, d).stdout)
+    assert still["status"] == "broken" and "were removed" in still["problem"], still
+    assert still["problem"].startswith(f"expected record {after_b + 1} here"), still
+
+
 def test_killing_a_host_mid_stream_loses_no_committed_record(hosts, server):
     deployment, (a, b, c, d) = hosts
     config = deployment.workspace / "toolwarden.toml"

@@ -191,6 +191,7 @@ impl Audit {
         // The head is read first: every record it counts was committed
         // before it was written, so the scan below sees them all.
         let head = self.store.read_head();
+        let shared_head = self.store.shared_audit_head()?;
         let checkpoint = self.store.audit_checkpoint()?;
         let head_seq = head
             .as_ref()
@@ -217,13 +218,50 @@ impl Audit {
             });
         }
         let last = walk.expected - 1;
-        Ok(self.compare_head(
-            head,
-            last - first + 1,
-            last,
-            walk.at_head,
-            checkpoint.map(|c| c.seq),
-        ))
+        let cut_through = checkpoint.map(|c| c.seq);
+        let by_file = self.compare_head(head, last - first + 1, last, walk.at_head, cut_through);
+        if matches!(by_file, Verification::Broken { .. }) {
+            return Ok(by_file);
+        }
+        Ok(self
+            .compare_shared_head(shared_head, last, cut_through)?
+            .unwrap_or(by_file))
+    }
+
+    /// A shared chain against the head the store keeps, which every append
+    /// moves in its own transaction: records cut off the end show on every
+    /// host, not only on the one whose head file counted them.
+    fn compare_shared_head(
+        &self,
+        head: Option<(i64, String)>,
+        last: i64,
+        cut_through: Option<i64>,
+    ) -> Result<Option<Verification>, StoreError> {
+        let Some((seq, hash)) = head else {
+            return Ok(None);
+        };
+        if seq > last {
+            return Ok(Some(Verification::Broken {
+                seq: last + 1,
+                problem: format!(
+                    "the shared log ends after record {last}, but the store's head says {seq} \
+                     records were written: the last {} were cut off the end",
+                    seq - last
+                ),
+            }));
+        }
+        if cut_through.is_some_and(|cut| seq <= cut) {
+            return Ok(None);
+        }
+        if self.store.audit_hash_at(seq)?.as_deref() == Some(hash.as_str()) {
+            return Ok(None);
+        }
+        Ok(Some(Verification::Broken {
+            seq,
+            problem: "its hash is not the one the store's head recorded for it: the shared \
+                      chain was rewritten from here on"
+                .into(),
+        }))
     }
 
     /// An intact chain against its head: records cut off the end show here.

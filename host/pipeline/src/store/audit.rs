@@ -208,6 +208,16 @@ impl Store {
         checkpoint_in(&self.conn()).map_err(|e| self.error(e))
     }
 
+    /// The shared chain's head, kept in the shared store by every append
+    /// (seq, hash); `None` for this host's own SQLite chain, whose head is
+    /// the file `audit.head`.
+    pub fn shared_audit_head(&self) -> Result<Option<(i64, String)>, StoreError> {
+        match &self.shared {
+            Some(shared) => shared.audit_head().map_err(|e| self.shared_error(e)),
+            None => Ok(None),
+        }
+    }
+
     /// The last record older than `before_ms`, as (seq, hash).
     pub fn audit_last_before(&self, before_ms: i64) -> Result<Option<(i64, String)>, StoreError> {
         self.seq_and_hash(
@@ -225,6 +235,17 @@ impl Store {
             "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1 OFFSET $1",
             back,
         )
+    }
+
+    /// The hash of record `seq`, if the log holds it.
+    pub fn audit_hash_at(&self, seq: i64) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .seq_and_hash(
+                "SELECT seq, hash FROM audit WHERE seq = ?1",
+                "SELECT seq, hash FROM audit WHERE seq = $1",
+                seq,
+            )?
+            .map(|(_, hash)| hash))
     }
 
     /// The first (seq, hash) a query finds, written for each database.

@@ -124,6 +124,10 @@ impl Shared {
         match *self {}
     }
 
+    pub fn audit_head(&self) -> Result<Option<(i64, String)>, SharedError> {
+        match *self {}
+    }
+
     pub fn seq_and_hash(&self, _: &str, _: i64) -> Result<Option<(i64, String)>, SharedError> {
         match *self {}
     }

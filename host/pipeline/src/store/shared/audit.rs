@@ -24,6 +24,9 @@ const INSERT_AUDIT: &str = "INSERT INTO audit \
 const INSERT_EXECUTION: &str = "INSERT INTO executions \
     (session, tool, args_digest, duration_us, ts_ms) VALUES ($1, $2, $3, $4, $5)";
 
+const MOVE_HEAD: &str = "INSERT INTO audit_head (id, seq, hash) VALUES (1, $1, $2) \
+    ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, hash = EXCLUDED.hash";
+
 const AUDIT_COLUMNS: &str = "seq, ts_ms, call_id, session, tool, kind, data, prev_hash, hash";
 
 /// The filter in PostgreSQL, over the parameters since ($1), tool ($2),
@@ -75,7 +78,7 @@ impl Shared {
                     hash: digest,
                 });
             }
-            writes.records(&tx, &chained).await?;
+            writes.chain(&tx, &chained).await?;
             writes.executions(&tx, executions).await?;
             tx.commit().await?;
             Ok((seq, prev))
@@ -85,6 +88,12 @@ impl Shared {
     pub fn audit_checkpoint(&self) -> Result<Option<Checkpoint>, SharedError> {
         let client = self.client()?;
         wait(checkpoint(&**client))
+    }
+
+    /// The shared chain's head as the last append left it: (seq, hash).
+    pub fn audit_head(&self) -> Result<Option<(i64, String)>, SharedError> {
+        let client = self.client()?;
+        wait(head(&**client))
     }
 
     /// (seq, hash) of the first record `sql` (with one BIGINT parameter) finds.
@@ -166,7 +175,7 @@ impl Shared {
                 prev_hash: prev,
                 hash: digest,
             };
-            writes.records(&tx, std::slice::from_ref(&chained)).await?;
+            writes.chain(&tx, std::slice::from_ref(&chained)).await?;
             tx.commit().await?;
             Ok(Some((seq, chained.hash)))
         })
@@ -212,6 +221,7 @@ pub(super) struct Writes {
     record: Statement,
     execution: Statement,
     unreserve: Statement,
+    head: Statement,
 }
 
 impl Writes {
@@ -221,11 +231,40 @@ impl Writes {
             record: conn.statement(INSERT_AUDIT).await?,
             execution: conn.statement(INSERT_EXECUTION).await?,
             unreserve: conn.statement(RELEASE).await?,
+            head: conn.statement(MOVE_HEAD).await?,
         })
     }
 
+    /// Stores `records` and moves the shared head to the last of them, in
+    /// one round trip: every write that extends the chain goes through here.
+    pub(super) async fn chain(
+        &self,
+        client: &impl GenericClient,
+        records: &[Chained<'_>],
+    ) -> Result<(), SharedError> {
+        let Some(last) = records.last() else {
+            return Ok(());
+        };
+        futures::try_join!(
+            self.records(client, records),
+            self.head(client, last.seq, &last.hash)
+        )?;
+        Ok(())
+    }
+
+    /// Moves the shared head to (`seq`, `hash`).
+    pub(super) async fn head(
+        &self,
+        client: &impl GenericClient,
+        seq: i64,
+        hash: &str,
+    ) -> Result<(), SharedError> {
+        client.execute(&self.head, &[&seq, &hash]).await?;
+        Ok(())
+    }
+
     /// Stores each record as given (its hash already computed).
-    pub(super) async fn records(
+    async fn records(
         &self,
         client: &impl GenericClient,
         records: &[Chained<'_>],
@@ -276,7 +315,13 @@ impl Writes {
 
 /// The chain's last record as `client` sees it; with none left, where a cut
 /// left it; with neither, its start.
+/// Where the next record goes: after the head (so a tail cut from the
+/// table stays a gap `audit verify` shows), or, before the first append,
+/// after the last record or where a cut left the chain.
 async fn tail(client: &impl GenericClient) -> Result<(i64, String), SharedError> {
+    if let Some(head) = head(client).await? {
+        return Ok(head);
+    }
     let last = client
         .query_opt("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1", &[])
         .await?;
@@ -286,6 +331,13 @@ async fn tail(client: &impl GenericClient) -> Result<(i64, String), SharedError>
     Ok(checkpoint(client)
         .await?
         .map_or_else(|| (0, GENESIS.to_owned()), |c| (c.seq, c.hash)))
+}
+
+async fn head(client: &impl GenericClient) -> Result<Option<(i64, String)>, SharedError> {
+    let row = client
+        .query_opt("SELECT seq, hash FROM audit_head WHERE id = 1", &[])
+        .await?;
+    row.map(|r| Ok((r.try_get(0)?, r.try_get(1)?))).transpose()
 }
 
 pub(super) async fn checkpoint(

@@ -52,6 +52,7 @@ impl Shared {
             }
             let base = from.audit_checkpoint().map_err(source)?;
             if let Some(base) = &base {
+                writes.head(&tx, base.seq, &base.hash).await?;
                 tx.execute(
                     "INSERT INTO audit_checkpoint (id, seq, hash, ts_ms) VALUES (1, $1, $2, $3)",
                     &[&base.seq, &base.hash, &crate::store::now_ms()],
@@ -77,7 +78,7 @@ impl Shared {
                         hash: record.hash.clone(),
                     })
                     .collect();
-                writes.records(&tx, &chained).await?;
+                writes.chain(&tx, &chained).await?;
                 copied.records += chunk.len();
                 copied.tail = Some((last.seq, last.hash.clone()));
             }

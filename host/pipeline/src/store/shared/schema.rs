@@ -6,7 +6,7 @@ use super::SharedError;
 use tokio_postgres::Client;
 
 /// Bump with every migration below.
-pub(super) const SCHEMA_VERSION: i32 = 7;
+pub(super) const SCHEMA_VERSION: i32 = 8;
 
 pub(super) const MIGRATION_1: &str = "
 CREATE TABLE approvals (
@@ -138,6 +138,21 @@ CREATE INDEX rate_units_key ON rate_units(key, ts_ms);
 CREATE INDEX rate_units_ts ON rate_units(ts_ms);
 ";
 
+/// The shared chain's head, moved in the transaction of every append: a
+/// tail cut from the table is seen by `audit verify` on any host, and the
+/// next append chains after the head, not after what the cut left.
+pub(super) const MIGRATION_8: &str = "
+CREATE TABLE audit_head (
+    id   INTEGER PRIMARY KEY CHECK (id = 1),
+    seq  BIGINT NOT NULL,
+    hash TEXT NOT NULL
+);
+INSERT INTO audit_head (id, seq, hash)
+    SELECT 1, seq, hash FROM (
+        SELECT seq, hash FROM audit UNION ALL SELECT seq, hash FROM audit_checkpoint
+    ) AS ends ORDER BY seq DESC LIMIT 1;
+";
+
 pub(super) async fn migrate(client: &mut Client) -> Result<(), SharedError> {
     let tx = client.transaction().await?;
     tx.execute(
@@ -172,6 +187,7 @@ pub(super) async fn migrate(client: &mut Client) -> Result<(), SharedError> {
         (5, MIGRATION_5),
         (6, MIGRATION_6),
         (7, MIGRATION_7),
+        (8, MIGRATION_8),
     ] {
         if version < to {
             tx.batch_execute(migration).await?;
