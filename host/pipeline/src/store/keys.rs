@@ -3,6 +3,10 @@
 //! one `INSERT`: of two processes racing with one key, one runs the call.
 //! With a shared store the table is PostgreSQL's (`shared::budget`), so
 //! the hosts sharing it run a key's call once between them.
+//!
+//! A row older than both the window and the claim's lease can answer
+//! nothing: each claim removes such rows, so the table holds about a
+//! window's worth of keys however long the host runs.
 
 use super::{Store, StoreError};
 use rusqlite::{OptionalExtension, params};
@@ -40,6 +44,11 @@ impl Store {
         let tx = conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(|e| self.error(e))?;
+        tx.execute(
+            "DELETE FROM idempotency WHERE created_ms < ?1",
+            [since_ms.min(claimed_since_ms)],
+        )
+        .map_err(|e| self.error(e))?;
         let held: Option<(String, Option<String>)> = tx
             .query_row(
                 "SELECT call_id, output FROM idempotency WHERE key = ?1 AND \
@@ -159,6 +168,34 @@ mod tests {
             store.claim_key("k", "c3", 0, 101, 250).unwrap(),
             KeyState::Claimed,
             "past the lease it cannot: the key is free again"
+        );
+    }
+
+    #[test]
+    fn keys_past_their_window_and_lease_are_removed_as_others_are_claimed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), None).unwrap();
+        let rows = || -> i64 {
+            store
+                .conn()
+                .query_row("SELECT count(*) FROM idempotency", [], |r| r.get(0))
+                .unwrap()
+        };
+        for (key, at) in [("old", 100), ("older-claim", 90), ("recent", 900)] {
+            store.claim_key(key, key, 0, 0, at).unwrap();
+        }
+        store.complete_key("old", "old", "{}").unwrap();
+        store.complete_key("recent", "recent", "{}").unwrap();
+        assert_eq!(rows(), 3);
+        // Outputs count from 500, claims from 800: only rows older than both go.
+        store.claim_key("new", "new", 500, 800, 1_000).unwrap();
+        assert_eq!(rows(), 2, "`old` and `older-claim` could answer nothing");
+        assert_eq!(
+            store.claim_key("recent", "again", 500, 800, 1_001).unwrap(),
+            KeyState::Done {
+                call_id: "recent".into(),
+                output: "{}".into()
+            }
         );
     }
 }

@@ -39,7 +39,7 @@ pub const DB_FILE: &str = "toolwarden.db";
 /// How long a writer waits for another process's transaction.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bump with every migration below.
-const SCHEMA_VERSION: i64 = 11;
+const SCHEMA_VERSION: i64 = 12;
 
 const MIGRATION_1: &str = "
 CREATE TABLE audit (
@@ -174,6 +174,11 @@ CREATE TABLE rate_units (
 );
 CREATE INDEX rate_units_key ON rate_units(key, ts_ms);
 CREATE INDEX rate_units_ts ON rate_units(ts_ms);
+";
+
+/// Keys past their window are removed as new ones are claimed (see `keys`).
+const MIGRATION_12: &str = "
+CREATE INDEX idempotency_created ON idempotency(created_ms);
 ";
 
 /// A database failure, with the database it concerns (the SQLite file, or
@@ -328,6 +333,7 @@ impl Store {
             (9, MIGRATION_9),
             (10, MIGRATION_10),
             (11, MIGRATION_11),
+            (12, MIGRATION_12),
         ] {
             if version >= to {
                 continue;

@@ -169,6 +169,15 @@ impl Shared {
                 }
             };
             tx.commit().await?;
+            // Rows that can answer nothing go, outside the claim and without
+            // waiting for rows another claim holds (no lock order to keep).
+            client
+                .execute(
+                    "DELETE FROM idempotency WHERE key IN (SELECT key FROM idempotency \
+                     WHERE created_ms < $1 LIMIT 1000 FOR UPDATE SKIP LOCKED)",
+                    &[&since_ms.min(claimed_since_ms)],
+                )
+                .await?;
             Ok(state)
         })
     }

@@ -6,7 +6,7 @@ use super::SharedError;
 use tokio_postgres::Client;
 
 /// Bump with every migration below.
-pub(super) const SCHEMA_VERSION: i32 = 8;
+pub(super) const SCHEMA_VERSION: i32 = 9;
 
 pub(super) const MIGRATION_1: &str = "
 CREATE TABLE approvals (
@@ -153,6 +153,11 @@ INSERT INTO audit_head (id, seq, hash)
     ) AS ends ORDER BY seq DESC LIMIT 1;
 ";
 
+/// Keys past their window are removed as new ones are claimed.
+pub(super) const MIGRATION_9: &str = "
+CREATE INDEX idempotency_created ON idempotency(created_ms);
+";
+
 pub(super) async fn migrate(client: &mut Client) -> Result<(), SharedError> {
     let tx = client.transaction().await?;
     tx.execute(
@@ -188,6 +193,7 @@ pub(super) async fn migrate(client: &mut Client) -> Result<(), SharedError> {
         (6, MIGRATION_6),
         (7, MIGRATION_7),
         (8, MIGRATION_8),
+        (9, MIGRATION_9),
     ] {
         if version < to {
             tx.batch_execute(migration).await?;
