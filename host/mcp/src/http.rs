@@ -248,7 +248,7 @@ pub async fn serve(
         .allowed_hosts
         .extend(options.allowed_hosts.iter().cloned());
     let states = super::input::RequestStates::for_store(host.records().store());
-    let tasks = super::tasks::Tasks::new(host.config().mcp_tasks().clone());
+    let tasks = super::tasks::Tasks::new(host.config().mcp_tasks().clone(), host.records().store());
     // Every session runs on this (multi-thread) runtime, calls included.
     let calls = tokio::runtime::Handle::current();
     let factory = move || {

@@ -39,6 +39,7 @@ mod reports;
 mod roots;
 mod running;
 mod session_owners;
+mod shared_tasks;
 mod stdio;
 mod task_requests;
 mod tasks;
@@ -118,7 +119,7 @@ impl Server {
         waiting: Arc<stdio::Waiting>,
         profile: Option<Arc<str>>,
     ) -> Server {
-        let tasks = tasks::Tasks::new(host.config().mcp_tasks().clone());
+        let tasks = tasks::Tasks::new(host.config().mcp_tasks().clone(), host.records().store());
         let states = input::RequestStates::for_store(host.records().store());
         Server {
             waiting: Some(waiting),
@@ -420,10 +421,7 @@ impl ServerHandler for Server {
         request: GetTaskParams,
         _cx: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, McpError> {
-        self.tasks
-            .manager()
-            .get_task(&request.task_id)
-            .map(GetTaskResult::new)
+        self.tasks.get(&request.task_id).map(GetTaskResult::new)
     }
 
     async fn update_task(
@@ -431,9 +429,7 @@ impl ServerHandler for Server {
         request: UpdateTaskParams,
         _cx: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.tasks
-            .manager()
-            .update_task(&request.task_id, request.input_responses)
+        self.tasks.update(&request.task_id, request.input_responses)
     }
 
     async fn cancel_task(
@@ -441,6 +437,6 @@ impl ServerHandler for Server {
         request: CancelTaskParams,
         _cx: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.tasks.manager().cancel_task(&request.task_id)
+        self.tasks.cancel(&request.task_id)
     }
 }

@@ -15,21 +15,24 @@
 //! the call runs again.
 //!
 //! Every run of a task is a governed call like any other, audited, with
-//! every limit. Tasks live in this process: they outlast the connection
+//! every limit. Tasks run in this process: they outlast the connection
 //! that started them (its client may poll from another) but not a restart
-//! of the host. A task's id is its only key: 122 random bits, told only to
+//! of the host. With a shared store, any host answers for them
+//! (`shared_tasks`). A task's id is its only key: 122 random bits, told only to
 //! the client that started it. This module never decides whether a call
 //! may run.
 
 use super::running::StopOnDrop;
+use super::shared_tasks::SharedTasks;
 use super::{Server, convert, input};
 use crate::call::{CallId, CallRequest, SessionId};
 use crate::config::McpTasks;
 use crate::outcome::{CallResult, ErrorCode};
 use crate::question::MAX_QUESTIONS;
+use crate::store::Store;
 use rmcp::model::{
-    CallToolResponse, CallToolResult, ClientCapabilities, CreateTaskResult, ElicitRequest,
-    ErrorCode as RpcErrorCode, InputRequest, ProtocolVersion, Task,
+    CallToolResponse, CallToolResult, ClientCapabilities, CreateTaskResult, DetailedTask,
+    ElicitRequest, ErrorCode as RpcErrorCode, InputRequest, ProtocolVersion, Task,
 };
 use rmcp::service::RequestContext;
 use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
@@ -47,6 +50,7 @@ pub(super) struct Tasks {
     /// Which session started each task a 2025-11-25 client asked for, so
     /// `tasks/list` shows a session its own tasks and no one else's.
     owners: Arc<Mutex<Owners>>,
+    shared: Option<SharedTasks>,
 }
 
 /// Tasks by the session that started them, with those the manager has let
@@ -64,16 +68,85 @@ struct Owners {
 const MIN_TTL_MS: u64 = 1000;
 
 impl Tasks {
-    pub(super) fn new(settings: McpTasks) -> Tasks {
+    pub(super) fn new(settings: McpTasks, store: Arc<Store>) -> Tasks {
         Tasks {
             manager: TaskManager::new(),
             settings: Arc::new(settings),
             owners: Arc::default(),
+            shared: SharedTasks::of(store),
         }
     }
 
-    pub(super) fn manager(&self) -> &TaskManager {
-        &self.manager
+    /// `tasks/get`: the task as this host runs it, else as the shared
+    /// store shows it.
+    pub(super) fn get(&self, task_id: &str) -> Result<DetailedTask, McpError> {
+        let here = self.manager.get_task(task_id);
+        match (&here, &self.shared) {
+            (Err(_), Some(shared)) => shared.get(task_id)?.map_or(here, Ok),
+            _ => here,
+        }
+    }
+
+    /// `tasks/update`: the answers go to the task here, or through the
+    /// shared store to the host that runs it.
+    pub(super) fn update(
+        &self,
+        task_id: &str,
+        responses: impl IntoIterator<Item = (String, serde_json::Value)>,
+    ) -> Result<(), McpError> {
+        let responses: Vec<_> = responses.into_iter().collect();
+        match (self.manager.get_task(task_id), &self.shared) {
+            (Err(unknown), Some(shared)) => {
+                if shared.answer(task_id, responses)? || shared.get(task_id)?.is_some() {
+                    Ok(())
+                } else {
+                    Err(unknown)
+                }
+            }
+            _ => self.manager.update_task(task_id, responses),
+        }
+    }
+
+    /// `tasks/cancel`: asks the task here, or through the shared store the
+    /// host that runs it, to stop.
+    pub(super) fn cancel(&self, task_id: &str) -> Result<(), McpError> {
+        match (self.manager.get_task(task_id), &self.shared) {
+            (Err(unknown), Some(shared)) => {
+                if shared.cancel(task_id)? || shared.get(task_id)?.is_some() {
+                    Ok(())
+                } else {
+                    Err(unknown)
+                }
+            }
+            _ => self.manager.cancel_task(task_id),
+        }
+    }
+
+    /// Starts a task on this host's manager, published to the shared store
+    /// (if any) before the client hears of it.
+    fn spawn(
+        &self,
+        options: TaskOptions,
+        make_future: impl FnOnce(TaskContext) -> rmcp::task_manager::TaskFuture,
+    ) -> Task {
+        let task = match &self.shared {
+            Some(shared) => {
+                let shared = shared.clone();
+                self.manager.spawn(options, move |cx| {
+                    let run = make_future(cx);
+                    Box::pin(async move {
+                        let ended = run.await;
+                        shared.nudge();
+                        ended
+                    })
+                })
+            }
+            None => self.manager.spawn(options, make_future),
+        };
+        if let Some(shared) = &self.shared {
+            shared.started(&self.manager, &task.task_id);
+        }
+        task
     }
 
     pub(super) fn task_only(&self, tool: &str) -> bool {
@@ -107,7 +180,7 @@ impl Tasks {
 
     /// A task for a call that has already ended.
     pub(super) fn spawn_settled(&self, asked_ttl_ms: Option<u64>, result: CallResult) -> Task {
-        self.manager.spawn(self.options(asked_ttl_ms), |_| {
+        self.spawn(self.options(asked_ttl_ms), |_| {
             Box::pin(std::future::ready(settle(result)))
         })
     }
@@ -245,7 +318,6 @@ impl Server {
     ) -> Task {
         let server = self.clone();
         self.tasks
-            .manager
             .spawn(self.tasks.options(asked_ttl_ms), move |cx| {
                 Box::pin(async move { server.drive(request, running, cx, can_ask).await })
             })

@@ -78,7 +78,7 @@ impl Server {
             }
             "tasks/get" => {
                 let task_id = task_id_of(&request)?;
-                task_json(&self.tasks.manager().get_task(&task_id)?.task)
+                task_json(&self.tasks.get(&task_id)?.task)
             }
             "tasks/cancel" => {
                 let task_id = task_id_of(&request)?;
@@ -142,8 +142,7 @@ impl Server {
     /// it has stopped (or, if it takes longer than [`CANCEL_WAIT`], as it
     /// stands). A task already ended cannot be cancelled (-32602).
     async fn cancel_task_now(&self, task_id: &str) -> Result<Task, McpError> {
-        let manager = self.tasks.manager();
-        let task = manager.get_task(task_id)?;
+        let task = self.tasks.get(task_id)?;
         if task.status().is_terminal() {
             return Err(McpError::invalid_params(
                 format!(
@@ -153,10 +152,10 @@ impl Server {
                 None,
             ));
         }
-        manager.cancel_task(task_id)?;
+        self.tasks.cancel(task_id)?;
         let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
         loop {
-            let task = manager.get_task(task_id)?;
+            let task = self.tasks.get(task_id)?;
             if task.status().is_terminal() || tokio::time::Instant::now() >= deadline {
                 return Ok(task.task);
             }
@@ -174,7 +173,7 @@ impl Server {
         cx: &RequestContext<RoleServer>,
     ) -> Result<Value, McpError> {
         loop {
-            let task = self.tasks.manager().get_task(task_id)?;
+            let task = self.tasks.get(task_id)?;
             match task.payload {
                 TaskPayload::Completed { result } => return Ok(related(result, task_id)),
                 TaskPayload::Failed { error } => {
@@ -209,7 +208,7 @@ impl Server {
                                 None,
                             ));
                         };
-                        self.tasks.manager().update_task(task_id, [(key, reply)])?;
+                        self.tasks.update(task_id, [(key, reply)])?;
                     }
                 }
                 TaskPayload::Working => {

@@ -18,6 +18,7 @@ mod rates;
 mod schema;
 mod shared;
 mod tallies;
+mod tasks;
 mod votes;
 
 pub use approvals::{ApprovalRow, ApprovalState, Binding, Consumed};
@@ -28,6 +29,7 @@ pub use keys::KeyState;
 pub use rates::{RateKey, RateTaken};
 pub use shared::{Copied, NewReservation, Shared, SharedError, SharedSettings, StoreSection};
 pub use tallies::{AuditTallies, CountRow, PERCENTILES, RankRow, SessionRow, nearest_rank};
+pub use tasks::{TaskRow, TaskSignal, TaskWrite};
 pub use votes::{Decided, Vote};
 
 use rusqlite::Connection;
@@ -241,12 +243,9 @@ impl Store {
         now_ms: i64,
         expired_before_ms: i64,
     ) -> Result<(), StoreError> {
-        match &self.shared {
-            Some(shared) => shared
-                .put_request_state(key, pending, now_ms, expired_before_ms)
-                .map_err(|e| self.shared_error(e)),
-            None => Ok(()),
-        }
+        self.on_shared((), |shared| {
+            shared.put_request_state(key, pending, now_ms, expired_before_ms)
+        })
     }
 
     /// Takes an MCP request state out of the shared store.
@@ -255,12 +254,9 @@ impl Store {
         key: &str,
         issued_since_ms: i64,
     ) -> Result<Option<String>, StoreError> {
-        match &self.shared {
-            Some(shared) => shared
-                .take_request_state(key, issued_since_ms)
-                .map_err(|e| self.shared_error(e)),
-            None => Ok(None),
-        }
+        self.on_shared(None, |shared| {
+            shared.take_request_state(key, issued_since_ms)
+        })
     }
 
     /// Connects to the shared store `settings` names.

@@ -12,7 +12,8 @@ use super::{Copied, NewReservation, SharedError};
 use crate::settings::SettingError;
 use crate::store::{
     ApprovalRow, AuditFilter, AuditRow, Checkpoint, Consumed, Decided, ExecutionGroup,
-    ExecutionRow, KeyState, NewAuditRow, RateKey, RateTaken, Store, Vote,
+    ExecutionRow, KeyState, NewAuditRow, RateKey, RateTaken, Store, TaskRow, TaskSignal, TaskWrite,
+    Vote,
 };
 use std::ops::ControlFlow;
 
@@ -214,6 +215,30 @@ impl Shared {
     }
 
     pub fn take_request_state(&self, _: &str, _: i64) -> Result<Option<String>, SharedError> {
+        match *self {}
+    }
+
+    pub fn put_task(&self, _: TaskWrite<'_>, _: i64) -> Result<bool, SharedError> {
+        match *self {}
+    }
+
+    pub fn task(&self, _: &str, _: i64) -> Result<Option<TaskRow>, SharedError> {
+        match *self {}
+    }
+
+    pub fn answer_task(&self, _: &str, _: &str, _: i64) -> Result<bool, SharedError> {
+        match *self {}
+    }
+
+    pub fn cancel_task(&self, _: &str, _: i64) -> Result<bool, SharedError> {
+        match *self {}
+    }
+
+    pub fn renew_tasks(&self, _: &str, _: i64) -> Result<Vec<TaskSignal>, SharedError> {
+        match *self {}
+    }
+
+    pub fn fail_orphaned_task(&self, _: &str, _: &str, _: i64) -> Result<bool, SharedError> {
         match *self {}
     }
 }

@@ -48,6 +48,8 @@ mod settings;
 #[cfg(feature = "postgres")]
 mod tallies;
 #[cfg(feature = "postgres")]
+mod tasks;
+#[cfg(feature = "postgres")]
 mod tls;
 #[cfg(feature = "postgres")]
 mod votes;

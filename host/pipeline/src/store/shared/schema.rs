@@ -6,7 +6,7 @@ use super::SharedError;
 use tokio_postgres::Client;
 
 /// Bump with every migration below.
-pub(super) const SCHEMA_VERSION: i32 = 9;
+pub(super) const SCHEMA_VERSION: i32 = 10;
 
 pub(super) const MIGRATION_1: &str = "
 CREATE TABLE approvals (
@@ -158,6 +158,24 @@ pub(super) const MIGRATION_9: &str = "
 CREATE INDEX idempotency_created ON idempotency(created_ms);
 ";
 
+/// MCP tasks, so any host answers for them (see `tasks`): the running
+/// host's latest view of each (`snapshot`, the task as `tasks/get` shows
+/// it), its lease, and what other hosts were asked to pass on to it.
+pub(super) const MIGRATION_10: &str = "
+CREATE TABLE tasks (
+    id               TEXT PRIMARY KEY,
+    host             TEXT NOT NULL,
+    snapshot         TEXT NOT NULL,
+    terminal         BOOLEAN NOT NULL,
+    lease_until_ms   BIGINT NOT NULL,
+    expires_ms       BIGINT NOT NULL,
+    answers          TEXT,
+    cancel_requested BOOLEAN NOT NULL DEFAULT FALSE
+);
+CREATE INDEX tasks_host ON tasks(host) WHERE NOT terminal;
+CREATE INDEX tasks_expires ON tasks(expires_ms);
+";
+
 pub(super) async fn migrate(client: &mut Client) -> Result<(), SharedError> {
     let tx = client.transaction().await?;
     tx.execute(
@@ -194,6 +212,7 @@ pub(super) async fn migrate(client: &mut Client) -> Result<(), SharedError> {
         (7, MIGRATION_7),
         (8, MIGRATION_8),
         (9, MIGRATION_9),
+        (10, MIGRATION_10),
     ] {
         if version < to {
             tx.batch_execute(migration).await?;
