@@ -309,3 +309,79 @@ fn a_named_session_belongs_to_the_first_caller_that_names_it() {
         Some(ErrorCode::BudgetExceeded)
     );
 }
+
+#[test]
+fn a_session_idle_past_forget_sessions_after_starts_over_and_a_live_one_keeps_its_history() {
+    use std::sync::Arc;
+    use toolwarden::store::{ExecutionRow, now_ms};
+    // The host's own pass forgets after a year; the test forgets after 30
+    // days itself, so it knows which rows go.
+    let t = TestHost::new(&[CALC]).config(&format!(
+        "[budget]\nmax_calls = 3\nforget_sessions_after = \"365d\"\n\n{ALLOW_ALL}"
+    ));
+    let host = t.controller();
+    let store = host.records().store();
+    let day = 86_400_000;
+    let now = now_ms();
+    let row = |session: &str, ts_ms: i64| ExecutionRow {
+        session: Arc::from(session),
+        tool: Arc::from("calc"),
+        args_digest: Arc::from(format!("d{ts_ms}")),
+        duration_us: 10,
+        ts_ms,
+        reservation: None,
+    };
+    let filled = [
+        row("idle", now - 40 * day),
+        row("idle", now - 39 * day),
+        row("idle", now - 31 * day),
+        row("live", now - 40 * day),
+        row("live", now - 35 * day),
+        row("live", now - day),
+    ];
+    store
+        .append(&[], &|_, _, _| String::new(), &filled)
+        .unwrap();
+    let calls = |session: &str| -> i64 {
+        store
+            .session_executions(session)
+            .unwrap()
+            .iter()
+            .map(|g| g.calls)
+            .sum()
+    };
+    assert_eq!((calls("idle"), calls("live")), (3, 3));
+    let forgotten = store.forget_idle_sessions(now - 30 * day).unwrap();
+    assert_eq!(forgotten, 3, "only the idle session's rows go");
+    assert_eq!((calls("idle"), calls("live")), (0, 3));
+    assert_eq!(store.forget_idle_sessions(now - 30 * day).unwrap(), 0);
+    // The budget agrees: the live session has used its three calls, the
+    // forgotten one starts over.
+    assert_eq!(
+        call_in(&host, "live", "calc", &add(1)).code(),
+        Some(ErrorCode::BudgetExceeded)
+    );
+    assert_eq!(call_in(&host, "idle", "calc", &add(1)).status, Status::Ok);
+}
+
+#[test]
+fn forget_sessions_after_is_a_day_or_more() {
+    for bad in ["1h", "23h", "0d", "soon", "-5d"] {
+        let t = TestHost::new(&[CALC]).config(&format!(
+            "[budget]\nforget_sessions_after = \"{bad}\"\n\n{ALLOW_ALL}"
+        ));
+        let err = t
+            .build_config()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            err.contains("forget_sessions_after") && err.contains("a day or more"),
+            "{bad}: {err}"
+        );
+    }
+    let t = TestHost::new(&[CALC]).config(&format!(
+        "[budget]\nforget_sessions_after = \"1d\"\n\n{ALLOW_ALL}"
+    ));
+    assert!(t.build_config().is_ok());
+}

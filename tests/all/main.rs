@@ -34,6 +34,7 @@ mod profiles;
 mod questions;
 mod rate_limits;
 mod registry;
+mod retention;
 mod retry;
 mod sandbox;
 mod scheduler;

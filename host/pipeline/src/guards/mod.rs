@@ -73,10 +73,11 @@ impl Guards {
         egress: Arc<Egress>,
         lease: std::time::Duration,
     ) -> Guards {
+        let ledger = budget::Ledger::new(Arc::clone(&store), lease, budget.forget_sessions_after);
         Guards {
             sandbox,
             budget,
-            ledger: Arc::new(budget::Ledger::new(Arc::clone(&store), lease)),
+            ledger: Arc::new(ledger),
             rates,
             store,
             egress,

@@ -107,6 +107,34 @@ impl Store {
         rows.collect::<Result<_, _>>().map_err(|e| self.error(e))
     }
 
+    /// Removes the executions of every session that has none since
+    /// `idle_since_ms`: named again, such a session starts over. The rows
+    /// removed. A session still calling keeps all of its history, however
+    /// old, so its limits hold for as long as it lives.
+    pub fn forget_idle_sessions(&self, idle_since_ms: i64) -> Result<u64, StoreError> {
+        if let Some(shared) = &self.shared {
+            return shared
+                .forget_idle_sessions(idle_since_ms)
+                .map_err(|e| self.shared_error(e));
+        }
+        let conn = self.conn();
+        // A look first, so a pass that finds nothing old takes no write lock.
+        let any_old = conn
+            .prepare_cached("SELECT 1 FROM executions WHERE ts_ms < ?1 LIMIT 1")
+            .and_then(|mut stmt| stmt.exists(params![idle_since_ms]))
+            .map_err(|e| self.error(e))?;
+        if !any_old {
+            return Ok(0);
+        }
+        conn.execute(
+            "DELETE FROM executions WHERE ts_ms < ?1 \
+             AND session NOT IN (SELECT session FROM executions WHERE ts_ms >= ?1)",
+            params![idle_since_ms],
+        )
+        .map(|n| n as u64)
+        .map_err(|e| self.error(e))
+    }
+
     /// Up to `limit` executions stored after row `after` (a rowid, 0 for
     /// the first), each with its rowid: for copying them out in chunks.
     pub fn executions_after(

@@ -5,7 +5,7 @@
 use rusqlite::Connection;
 
 /// Bump with every migration below.
-const SCHEMA_VERSION: i64 = 12;
+const SCHEMA_VERSION: i64 = 13;
 
 const MIGRATION_1: &str = "
 CREATE TABLE audit (
@@ -147,6 +147,12 @@ const MIGRATION_12: &str = "
 CREATE INDEX idempotency_created ON idempotency(created_ms);
 ";
 
+/// Sessions idle past `[budget] forget_sessions_after` are removed (see
+/// `executions`).
+const MIGRATION_13: &str = "
+CREATE INDEX executions_ts ON executions(ts_ms);
+";
+
 /// Brings `conn`'s schema up to date, refusing one newer than this host's.
 pub(super) fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
     let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
@@ -174,6 +180,7 @@ pub(super) fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
         (10, MIGRATION_10),
         (11, MIGRATION_11),
         (12, MIGRATION_12),
+        (13, MIGRATION_13),
     ] {
         if version >= to {
             continue;

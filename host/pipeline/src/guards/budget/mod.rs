@@ -21,6 +21,7 @@
 //! `store::SharedBudget`), so the limits hold across hosts as on one. A
 //! call no limit or duplicate check could refuse reserves nothing there.
 
+mod forget;
 mod limits;
 mod section;
 mod totals;
@@ -66,6 +67,7 @@ pub(super) struct Ledger {
     store: Arc<Store>,
     /// How long a unit reserved in a shared store stays reserved.
     lease: Duration,
+    _forgetter: forget::Forgetter,
 }
 
 /// A call's unit of its session's budget, held from the guard until the
@@ -179,8 +181,9 @@ impl Drop for Reservation {
 }
 
 impl Ledger {
-    pub(super) fn new(store: Arc<Store>, lease: Duration) -> Ledger {
+    pub(super) fn new(store: Arc<Store>, lease: Duration, forget_after: Duration) -> Ledger {
         Ledger {
+            _forgetter: forget::Forgetter::start(Arc::clone(&store), forget_after),
             sessions: Mutex::new(Sessions {
                 totals: Map::default(),
                 sweep_at: MAX_RESIDENT_SESSIONS,

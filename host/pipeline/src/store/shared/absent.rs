@@ -241,4 +241,8 @@ impl Shared {
     pub fn fail_orphaned_task(&self, _: &str, _: &str, _: i64) -> Result<bool, SharedError> {
         match *self {}
     }
+
+    pub fn forget_idle_sessions(&self, _: i64) -> Result<u64, SharedError> {
+        match *self {}
+    }
 }

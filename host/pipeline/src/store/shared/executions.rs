@@ -6,6 +6,20 @@ use super::SharedError;
 use crate::store::ExecutionGroup;
 use tokio_postgres::Row;
 
+impl super::Shared {
+    pub fn forget_idle_sessions(&self, idle_since_ms: i64) -> Result<u64, SharedError> {
+        let client = self.client()?;
+        Ok(super::wait(
+            client.execute(FORGET_IDLE_SESSIONS, &[&idle_since_ms]),
+        )?)
+    }
+}
+
+/// Removes the executions of the sessions with none since `$1` (the same
+/// statement on SQLite, see `store::executions`).
+const FORGET_IDLE_SESSIONS: &str = "DELETE FROM executions WHERE ts_ms < $1 \
+     AND session NOT IN (SELECT session FROM executions WHERE ts_ms >= $1)";
+
 /// Gives a budget reservation back.
 pub(super) const RELEASE: &str = "DELETE FROM budget_reservations WHERE id = $1";
 

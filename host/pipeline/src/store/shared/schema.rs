@@ -6,7 +6,7 @@ use super::SharedError;
 use tokio_postgres::Client;
 
 /// Bump with every migration below.
-pub(super) const SCHEMA_VERSION: i32 = 10;
+pub(super) const SCHEMA_VERSION: i32 = 11;
 
 pub(super) const MIGRATION_1: &str = "
 CREATE TABLE approvals (
@@ -176,6 +176,11 @@ CREATE INDEX tasks_host ON tasks(host) WHERE NOT terminal;
 CREATE INDEX tasks_expires ON tasks(expires_ms);
 ";
 
+/// Sessions idle past `[budget] forget_sessions_after` are removed.
+pub(super) const MIGRATION_11: &str = "
+CREATE INDEX executions_ts ON executions(ts_ms);
+";
+
 pub(super) async fn migrate(client: &mut Client) -> Result<(), SharedError> {
     let tx = client.transaction().await?;
     tx.execute(
@@ -213,6 +218,7 @@ pub(super) async fn migrate(client: &mut Client) -> Result<(), SharedError> {
         (8, MIGRATION_8),
         (9, MIGRATION_9),
         (10, MIGRATION_10),
+        (11, MIGRATION_11),
     ] {
         if version < to {
             tx.batch_execute(migration).await?;
