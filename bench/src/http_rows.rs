@@ -2,6 +2,7 @@
 //! load, and with its state shared in PostgreSQL.
 
 use crate::host::Host;
+use crate::load::Sessions;
 use crate::summary::{round, summarize};
 use crate::{CONFIG, load, mcp};
 use serde_json::{Map, Value, json};
@@ -115,10 +116,13 @@ pub(crate) fn load_row(scale: usize, out: &mut Map<String, Value>) {
 }
 
 /// Row 12: governed calls per second over HTTP (16 keep-alive connections
-/// of stateless `calc` calls, each call reserving a budget unit and
-/// appending its audit records) with the state in SQLite on one host, in
-/// PostgreSQL on one host, and in PostgreSQL shared by three hosts that the
-/// connections are spread over. Needs the server `make bench` starts
+/// of stateless `calc` calls under a `[budget] max_calls`, each appending
+/// its audit records) with the state in SQLite on one host, in PostgreSQL
+/// on one host, and in PostgreSQL shared by three hosts that the
+/// connections are spread over; the calls in no named session (each one a
+/// session its host made, counted there) and, on PostgreSQL, in a named
+/// session per connection (each call reserving its unit in the store).
+/// PostgreSQL's own statistics give the transactions per call. Needs the server `make bench` starts
 /// (`tests/mcp/postgres.py`, named by `TOOLWARDEN_TEST_POSTGRES`).
 pub(crate) fn shared_store_row(scale: usize, out: &mut Map<String, Value>) {
     let Ok(server) = std::env::var("TOOLWARDEN_TEST_POSTGRES") else {
@@ -135,10 +139,12 @@ pub(crate) fn shared_store_row(scale: usize, out: &mut Map<String, Value>) {
         password_file.display()
     );
     let mut rows = Map::new();
-    for (name, config, replicas) in [
-        ("sqlite_1_host", &budget, 1),
-        ("postgres_1_host", &shared, 1),
-        ("postgres_3_hosts", &shared, 3),
+    for (name, config, replicas, sessions) in [
+        ("sqlite_1_host", &budget, 1, Sessions::Minted),
+        ("postgres_1_host", &shared, 1, Sessions::Minted),
+        ("postgres_3_hosts", &shared, 3, Sessions::Minted),
+        ("postgres_1_host_named", &shared, 1, Sessions::Named),
+        ("postgres_3_hosts_named", &shared, 3, Sessions::Named),
     ] {
         std::fs::write(host.workspace.join("toolwarden.toml"), config).expect("write config");
         let servers: Vec<_> = (0..replicas)
@@ -149,13 +155,50 @@ pub(crate) fn shared_store_row(scale: usize, out: &mut Map<String, Value>) {
             })
             .collect();
         let addresses: Vec<&str> = servers.iter().map(|s| s.address.as_str()).collect();
-        load::level(&addresses, 4, Duration::from_secs(1));
-        let level = load::level(&addresses, 16, Duration::from_secs(3 * scale as u64));
-        println!("12. {name:<17} 16 connections: {}", level.shown());
+        load::level_in(&addresses, 4, Duration::from_secs(1), sessions);
+        let before = transactions(&server, &password, config);
+        let level = load::level_in(
+            &addresses,
+            16,
+            Duration::from_secs(3 * scale as u64),
+            sessions,
+        );
+        let per_call = transactions(&server, &password, config)
+            .zip(before)
+            .map(|(after, before)| (after - before) as f64 / level.calls.max(1) as f64);
+        let shown = per_call.map_or_else(String::new, |t| {
+            format!(", {t:.2} PostgreSQL transactions per call")
+        });
+        println!("12. {name:<22} 16 connections: {}{shown}", level.shown());
         let mut figures = level.json();
         figures.insert("hosts".into(), json!(replicas));
+        if let Some(t) = per_call {
+            figures.insert("postgres_transactions_per_call".into(), json!(t));
+        }
         rows.insert(name.into(), Value::Object(figures));
     }
     println!("    (the hosts, PostgreSQL 15 and the load generator share the same two cores)");
+    println!(
+        "    (named: each connection's calls are one session, its units reserved in the store)"
+    );
     out.insert("shared_store".into(), Value::Object(rows));
+}
+
+/// The transactions PostgreSQL committed or rolled back in the store's
+/// database so far, when `config` names one (the statistics lag by up to
+/// half a second: read after a pause).
+fn transactions(server: &str, password: &str, config: &str) -> Option<i64> {
+    if !config.contains("[store]") {
+        return None;
+    }
+    std::thread::sleep(Duration::from_millis(600));
+    toolwarden_tests::psql(
+        server,
+        password,
+        "postgres",
+        "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = 'postgres'",
+    )
+    .ok()?
+    .parse()
+    .ok()
 }

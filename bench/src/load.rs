@@ -61,6 +61,28 @@ impl Level {
 /// connection that cannot be opened counts as an error per attempt, so a
 /// server that refuses connections shows, not hides.
 pub fn level(addresses: &[&str], connections: usize, duration: Duration) -> Level {
+    level_in(addresses, connections, duration, Sessions::Minted)
+}
+
+/// Which session a load connection's calls are in.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Sessions {
+    /// None named: each stateless call is a session of its own, which the
+    /// host that runs it made.
+    Minted,
+    /// The i-th connection names `bench-i` in `_meta`, as a client that
+    /// spreads one session's calls over hosts does: its budget is counted
+    /// in the store.
+    Named,
+}
+
+/// [`level`], with the calls in `sessions`.
+pub fn level_in(
+    addresses: &[&str],
+    connections: usize,
+    duration: Duration,
+    sessions: Sessions,
+) -> Level {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -72,7 +94,14 @@ pub fn level(addresses: &[&str], connections: usize, duration: Duration) -> Leve
         let tasks: Vec<_> = (0..connections)
             .map(|i| {
                 let address = Arc::clone(&addresses[i % addresses.len()]);
-                tokio::spawn(connection(address, until))
+                let body = match sessions {
+                    Sessions::Minted => Bytes::from_static(CALL.as_bytes()),
+                    Sessions::Named => Bytes::from(CALL.replace(
+                        r#""_meta":{"#,
+                        &format!(r#""_meta":{{"toolwarden/session":"bench-{i}","#),
+                    )),
+                };
+                tokio::spawn(connection(address, body, until))
             })
             .collect();
         let mut latencies = Vec::new();
@@ -103,7 +132,7 @@ pub fn level(addresses: &[&str], connections: usize, duration: Duration) -> Leve
 /// One connection's calls until `until`: the latency of each good answer,
 /// and how many calls failed (refused connection, HTTP error, an answer
 /// that is not the sum).
-async fn connection(address: Arc<str>, until: Instant) -> (Vec<Duration>, usize) {
+async fn connection(address: Arc<str>, body: Bytes, until: Instant) -> (Vec<Duration>, usize) {
     let mut latencies = Vec::new();
     let mut errors = 0;
     while Instant::now() < until {
@@ -128,7 +157,7 @@ async fn connection(address: Arc<str>, until: Instant) -> (Vec<Duration>, usize)
                 .header("mcp-protocol-version", "2026-07-28")
                 .header("mcp-method", "tools/call")
                 .header("mcp-name", "calc")
-                .body(Full::new(Bytes::from_static(CALL.as_bytes())))
+                .body(Full::new(body.clone()))
                 .expect("a well-formed request");
             let sent = Instant::now();
             let answered = match sender.send_request(request).await {

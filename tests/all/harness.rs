@@ -166,33 +166,16 @@ fn shared_store(root: &Path) -> Option<String> {
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let server = std::env::var("TOOLWARDEN_TEST_POSTGRES").ok()?;
     let password = std::env::var("TOOLWARDEN_TEST_POSTGRES_PASSWORD").unwrap_or_default();
-    let (address, port) = server
-        .rsplit_once(':')
-        .expect("TOOLWARDEN_TEST_POSTGRES is HOST:PORT");
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let database = format!("t{}_{n}", std::process::id());
-    let bin = std::env::var("PG_BIN").unwrap_or_else(|_| "/usr/lib/postgresql/15/bin".into());
-    let out = Command::new(Path::new(&bin).join("psql"))
-        .args([
-            "-h",
-            address,
-            "-p",
-            port,
-            "-U",
-            "toolwarden",
-            "-d",
-            "postgres",
-            "-Atqc",
-        ])
-        .arg(format!("CREATE DATABASE {database}"))
-        .env("PGPASSWORD", &password)
-        .output()
-        .expect("run psql");
-    assert!(
-        out.status.success(),
-        "creating the test database: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    if let Err(e) = toolwarden_tests::psql(
+        &server,
+        &password,
+        "postgres",
+        &format!("CREATE DATABASE {database}"),
+    ) {
+        panic!("creating the test database: {e}");
+    }
     let password_file = root.join("pg-password");
     std::fs::write(&password_file, format!("{password}\n")).expect("write the password file");
     Some(format!(

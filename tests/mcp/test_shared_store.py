@@ -167,9 +167,10 @@ def test_an_approval_asked_on_one_host_is_decided_on_another_and_consumed_once(h
     (False, ("HOST_ERROR", "budget could not be checked")),
 ], ids=["approval", "budget"])
 def test_losing_the_database_fails_closed(hosts, server, repeats, first_check):
-    """... and the host recovers by itself. The first step a call takes in
-    the database is the budget's duplicate check (a write's repeats are
-    refused by default), else the approval book."""
+    """... and the host recovers by itself. The first step a call of a named
+    session takes in the database is the budget's duplicate check (a
+    write's repeats are refused by default), else the approval book. (A
+    session the host made is counted in its memory: no other host knows it.)"""
     deployment, (a, *_, d) = hosts
     if repeats:
         config = deployment.workspace / "toolwarden.toml"
@@ -181,7 +182,7 @@ def test_losing_the_database_fails_closed(hosts, server, repeats, first_check):
         answered.append(first["_meta"]["toolwarden"]["call_id"])
         server.stop()
         try:
-            down = call(url, "write_file", {**ARGS, "content": "while down"})
+            down = call(url, "write_file", {**ARGS, "content": "while down"}, session="agent-down")
             assert code(down) == first_check[0], down
             assert first_check[1] in down["content"][0]["text"] and "did not run" in down["content"][0]["text"]
             # The audit log is in the database too: the calls of the moment

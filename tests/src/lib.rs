@@ -33,3 +33,34 @@ pub fn numbered_plugins(dir: &std::path::Path, n: usize) {
         std::fs::write(dir.join(format!("numbered_{i:05}.wasm")), copy).expect("write plugin");
     }
 }
+
+/// Runs `sql` with `psql` as the `toolwarden` login of the PostgreSQL at
+/// `server` (`HOST:PORT`, as `tests/mcp/postgres.py` names it) in
+/// `database`: its output, or `psql`'s complaint.
+pub fn psql(server: &str, password: &str, database: &str, sql: &str) -> Result<String, String> {
+    let (address, port) = server
+        .rsplit_once(':')
+        .ok_or_else(|| format!("`{server}` is not HOST:PORT"))?;
+    let bin = std::env::var("PG_BIN").unwrap_or_else(|_| "/usr/lib/postgresql/15/bin".into());
+    let out = std::process::Command::new(std::path::Path::new(&bin).join("psql"))
+        .args([
+            "-h",
+            address,
+            "-p",
+            port,
+            "-U",
+            "toolwarden",
+            "-d",
+            database,
+            "-Atqc",
+            sql,
+        ])
+        .env("PGPASSWORD", password)
+        .output()
+        .map_err(|e| format!("cannot run psql: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}

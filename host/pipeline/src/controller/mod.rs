@@ -308,9 +308,10 @@ impl Controller {
             }
         });
         trail.begin("guards");
-        let (admitted, reservation) = self
-            .guards
-            .check(authorized, (&request.session, request.caller.as_deref()))?;
+        let (admitted, reservation) = self.blocking_on_the_store(|| {
+            self.guards
+                .check(authorized, (&request.session, request.caller.as_deref()))
+        })?;
         trail.end(|| "sandbox mode, paths, budgets and duplicates: passed".into());
         trail.begin("approval");
         let mut noted = Vec::new();
@@ -422,5 +423,23 @@ impl Controller {
             claim.complete(&checked);
         }
         Ok(checked)
+    }
+}
+
+impl Controller {
+    /// Runs a step that may wait for the shared store (a round trip to
+    /// PostgreSQL) so that it holds up only its own call: on a multi-thread
+    /// runtime the worker hands its other tasks on while it waits. On
+    /// SQLite, or on a current-thread runtime (a stdio connection's own
+    /// thread), the step just runs.
+    fn blocking_on_the_store<T>(&self, step: impl FnOnce() -> T) -> T {
+        let multi_thread = tokio::runtime::Handle::try_current().is_ok_and(|handle| {
+            handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+        });
+        if multi_thread && self.records.store().is_shared() {
+            tokio::task::block_in_place(step)
+        } else {
+            step()
+        }
     }
 }

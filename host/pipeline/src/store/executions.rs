@@ -35,14 +35,15 @@ pub struct SharedBudget<'a> {
 }
 
 impl SharedBudget<'_> {
-    /// Hands `admit` what `unit`'s session executed or holds reserved on any
-    /// host, under a lock no other host's reservation for the session can
-    /// pass, and reserves the unit if it admits the call; the unit's id.
+    /// Reserves `unit` if its session's units on every host leave room for
+    /// it, under a lock no other host's reservation for the session can
+    /// pass; the unit's id. When they do not, `admit` is handed what they
+    /// are and says why (see `Shared::reserve`).
     pub fn reserve<E>(
         &self,
         unit: &NewReservation<'_>,
         now_ms: i64,
-        admit: impl FnOnce(Vec<ExecutionGroup>) -> Result<(), E>,
+        admit: impl Fn(Vec<ExecutionGroup>) -> Result<(), E>,
     ) -> Result<Result<i64, E>, StoreError> {
         self.shared
             .reserve(unit, now_ms, admit)

@@ -27,7 +27,9 @@ pub use executions::{ExecutionGroup, ExecutionRow, SharedBudget};
 pub use head::{HEAD_FILE, Head};
 pub use keys::KeyState;
 pub use rates::{RateKey, RateTaken};
-pub use shared::{Copied, NewReservation, Shared, SharedError, SharedSettings, StoreSection};
+pub use shared::{
+    Copied, NewReservation, Shared, SharedError, SharedSettings, StoreSection, UnitLimits,
+};
 pub use tallies::{AuditTallies, CountRow, PERCENTILES, RankRow, SessionRow, nearest_rank};
 pub use tasks::{TaskRow, TaskSignal, TaskWrite};
 pub use votes::{Decided, Vote};

@@ -15,11 +15,13 @@
 //! kept in memory for as long as anyone still holds the id (an MCP
 //! connection does), however many other sessions come and go.
 //!
-//! With a shared store (several hosts), nothing is counted in memory: each
-//! check reads what every host executed or holds reserved for the session,
-//! and reserves the unit, in one transaction under the session's lock (see
-//! `store::SharedBudget`), so the limits hold across hosts as on one. A
-//! call no limit or duplicate check could refuse reserves nothing there.
+//! With a shared store (several hosts), a named session is not counted in
+//! memory: each check tests what every host executed or holds reserved for
+//! it and reserves the unit, in one transaction under the session's lock
+//! (see `store::SharedBudget`), so the limits hold across hosts as on one.
+//! A call no limit or duplicate check could refuse reserves nothing there,
+//! and a session this process made is counted here as on a host of its own:
+//! no other host can name it.
 
 mod forget;
 mod limits;
@@ -29,7 +31,7 @@ mod totals;
 use crate::call::SessionId;
 use crate::outcome::{CallError, ErrorCode};
 use crate::registry::Tool;
-use crate::store::{ExecutionRow, NewReservation, SharedBudget, Store, now_ms};
+use crate::store::{ExecutionRow, NewReservation, SharedBudget, Store, UnitLimits, now_ms};
 use limits::{check, repeats_checked};
 pub use section::{Budget, BudgetSection};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -229,7 +231,10 @@ impl Ledger {
         digest: Arc<str>,
     ) -> Result<Reservation, CallError> {
         let per_args = repeats_checked(budget, tool);
-        let shared = match self.store.shared_budget() {
+        // A session this process made is known to no other host (its id is
+        // random and never leaves the process), so it is counted here, with
+        // no round trip to a shared store.
+        let shared = match self.store.shared_budget().filter(|_| !session.is_new()) {
             Some(store) => self.reserve_shared(&store, budget, session, tool, &digest, per_args)?,
             None => {
                 self.reserve_here(budget, session, tool, &digest, per_args)?;
@@ -301,6 +306,13 @@ impl Ledger {
             tool: &tool.name,
             args_digest: if per_args { digest } else { "" },
             expires_ms: now.saturating_add(self.lease.as_millis() as i64),
+            limits: UnitLimits {
+                max_calls: budget.max_calls.map(saturating_i64),
+                max_calls_per_tool: budget.max_calls_per_tool.map(saturating_i64),
+                max_run_us: budget
+                    .max_run_time
+                    .map(|max| i64::try_from(max.as_micros()).unwrap_or(i64::MAX)),
+            },
         };
         let digest = per_args.then_some(digest);
         let admitted = store
@@ -318,4 +330,8 @@ impl Ledger {
             })?;
         Ok(Some(admitted?))
     }
+}
+
+fn saturating_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }

@@ -170,7 +170,7 @@ impl Shared {
         &self,
         _: &NewReservation<'_>,
         _: i64,
-        _: impl FnOnce(Vec<ExecutionGroup>) -> Result<(), E>,
+        _: impl Fn(Vec<ExecutionGroup>) -> Result<(), E>,
     ) -> Result<Result<i64, E>, SharedError> {
         match *self {}
     }

@@ -3,7 +3,7 @@
 //! for their transaction, so the tail each reads is the chain's tail when
 //! it commits, whichever host appends.
 
-use super::executions::{RELEASE, execution_group};
+use super::executions::execution_group;
 use super::{Connection, Shared, SharedError, wait};
 use crate::store::ExecutionRow;
 use crate::store::audit::{AuditFilter, AuditRow, Checkpoint, GENESIS, NewAuditRow};
@@ -21,8 +21,14 @@ const INSERT_AUDIT: &str = "INSERT INTO audit \
     (seq, ts_ms, call_id, session, tool, kind, data, prev_hash, hash) \
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
 
-const INSERT_EXECUTION: &str = "INSERT INTO executions \
-    (session, tool, args_digest, duration_us, ts_ms) VALUES ($1, $2, $3, $4, $5)";
+/// A batch's executions in one statement, so the triggers that count them
+/// run once per batch.
+const INSERT_EXECUTIONS: &str = "INSERT INTO executions \
+    (session, tool, args_digest, duration_us, ts_ms) \
+    SELECT * FROM unnest($1::TEXT[], $2::TEXT[], $3::TEXT[], $4::BIGINT[], $5::BIGINT[])";
+
+/// The budget units a batch's executions held.
+const RELEASE_ALL: &str = "DELETE FROM budget_reservations WHERE id = ANY($1::BIGINT[])";
 
 const MOVE_HEAD: &str = "INSERT INTO audit_head (id, seq, hash) VALUES (1, $1, $2) \
     ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, hash = EXCLUDED.hash";
@@ -229,8 +235,8 @@ impl Writes {
     pub(super) async fn prepare(conn: &mut Connection) -> Result<Writes, SharedError> {
         Ok(Writes {
             record: conn.statement(INSERT_AUDIT).await?,
-            execution: conn.statement(INSERT_EXECUTION).await?,
-            unreserve: conn.statement(RELEASE).await?,
+            execution: conn.statement(INSERT_EXECUTIONS).await?,
+            unreserve: conn.statement(RELEASE_ALL).await?,
             head: conn.statement(MOVE_HEAD).await?,
         })
     }
@@ -295,19 +301,25 @@ impl Writes {
         client: &impl GenericClient,
         executions: &[ExecutionRow],
     ) -> Result<(), SharedError> {
-        let inserts = executions.iter().map(|e| async move {
-            let (session, tool, digest): (&str, &str, &str) = (&e.session, &e.tool, &e.args_digest);
-            let params: [&(dyn ToSql + Sync); 5] =
-                [&session, &tool, &digest, &e.duration_us, &e.ts_ms];
-            client.execute_raw(&self.execution, params).await
-        });
-        let units = executions.iter().filter_map(|e| {
-            let id = e.reservation.as_ref()?;
-            Some(client.execute_raw(&self.unreserve, [id as &(dyn ToSql + Sync)]))
-        });
+        if executions.is_empty() {
+            return Ok(());
+        }
+        let column = |field: fn(&ExecutionRow) -> &str| -> Vec<&str> {
+            executions.iter().map(field).collect()
+        };
+        let (sessions, tools, digests) = (
+            column(|e| &e.session),
+            column(|e| &e.tool),
+            column(|e| &e.args_digest),
+        );
+        let durations: Vec<i64> = executions.iter().map(|e| e.duration_us).collect();
+        let times: Vec<i64> = executions.iter().map(|e| e.ts_ms).collect();
+        let units: Vec<i64> = executions.iter().filter_map(|e| e.reservation).collect();
+        let stored: [&(dyn ToSql + Sync); 5] = [&sessions, &tools, &digests, &durations, &times];
+        let released: [&(dyn ToSql + Sync); 1] = [&units];
         futures::try_join!(
-            futures::future::try_join_all(inserts),
-            futures::future::try_join_all(units)
+            client.execute_raw(&self.execution, stored),
+            client.execute_raw(&self.unreserve, released),
         )?;
         Ok(())
     }

@@ -1,14 +1,16 @@
 //! Budgets and keyed calls across hosts: what every host's calls of a
 //! session have executed or hold reserved, and the claims of keyed calls.
 //!
-//! A reservation is checked and taken under an advisory lock per session,
+//! A reservation is checked and taken under an advisory lock per session
+//! (the check in SQL, the same as the budget guard's, so that one flight
+//! does it),
 //! held by its transaction, so hosts racing for a session's last unit take
 //! turns and see each other's reservations. A reservation leaves the store
 //! in the transaction that appends its execution (see `audit`), so a unit is
 //! always counted once, as reserved or as executed. One left by a host that
 //! died lapses at its `expires_ms`.
 
-use super::executions::{RELEASE, execution_group};
+use super::executions::execution_group;
 use super::{NewReservation, Shared, SharedError, wait};
 use crate::store::KeyState;
 use crate::store::executions::ExecutionGroup;
@@ -22,74 +24,130 @@ const SPENT: &str = "SELECT tool, args_digest, count(*)::BIGINT, \
       coalesce(sum(duration_us), 0)::BIGINT FROM (\
       SELECT tool, args_digest, duration_us FROM executions WHERE session = $1 \
       UNION ALL \
-      SELECT tool, args_digest, duration_us FROM budget_reservations WHERE session = $1\
+      SELECT tool, args_digest, duration_us FROM budget_reservations \
+        WHERE session = $1 AND expires_ms > $2\
     ) AS spent GROUP BY tool, args_digest";
-const RESERVE: &str = "INSERT INTO budget_reservations (session, tool, args_digest, expires_ms) \
-    VALUES ($1, $2, $3, $4) RETURNING id";
+/// Reserves the unit if the session's units leave room for it, the same
+/// test as the budget guard's `check` (which words a refusal). Reads the
+/// session's stored executions as counted (`budget_totals`, kept by
+/// triggers), its units still reserved, and, for the duplicate guard, the
+/// index of its executions: a few rows, however long the session.
+const ADMIT: &str = "INSERT INTO budget_reservations (session, tool, args_digest, expires_ms) \
+    SELECT $1, $2, $3, $4 FROM (SELECT \
+      coalesce((SELECT calls FROM budget_totals WHERE session = $1), 0) \
+        + held.calls AS calls, \
+      coalesce((SELECT calls FROM budget_tool_totals WHERE session = $1 AND tool = $2), 0) \
+        + held.tool_calls AS tool_calls, \
+      coalesce((SELECT run_us FROM budget_totals WHERE session = $1), 0) \
+        + held.run_us AS run_us, \
+      $3 <> '' AND (held.same_args > 0 OR EXISTS (SELECT 1 FROM executions \
+        WHERE session = $1 AND tool = $2 AND args_digest = $3)) AS repeated \
+      FROM (SELECT count(*) AS calls, count(*) FILTER (WHERE tool = $2) AS tool_calls, \
+          coalesce(sum(GREATEST(duration_us, 0)), 0) AS run_us, \
+          count(*) FILTER (WHERE tool = $2 AND args_digest = $3) AS same_args \
+        FROM budget_reservations WHERE session = $1 AND expires_ms > $8) AS held \
+    ) AS totals \
+    WHERE ($5::BIGINT IS NULL OR calls < $5) AND ($6::BIGINT IS NULL OR tool_calls < $6) \
+      AND ($7::BIGINT IS NULL OR run_us < $7) AND NOT repeated \
+    RETURNING id";
+/// How often a refusal the guard's own reading does not confirm (a unit
+/// given back in between) is tried again before the call is refused.
+const ADMIT_TRIES: usize = 3;
+/// Gives a budget reservation back.
+const RELEASE: &str = "DELETE FROM budget_reservations WHERE id = $1";
 const SETTLE: &str =
     "UPDATE budget_reservations SET duration_us = $2, args_digest = $3 WHERE id = $1";
 
 impl Shared {
-    /// Under the session's lock, hands `admit` what the session executed or
-    /// holds reserved (a reservation with the run time it was given) and, if it
-    /// admits the call, reserves its unit; the reservation's id.
+    /// Under the session's lock, reserves `unit` if the session's units
+    /// (what it executed or holds reserved, on any host) leave room for it;
+    /// the reservation's id. When they do not, hands `admit` what they are,
+    /// for it to say why; a refusal it does not confirm (a unit was given
+    /// back meanwhile) is tried again.
     ///
-    /// Two round trips: the transaction's start, the lock and the reads go
-    /// out in one flight (PostgreSQL runs them in order, so the reads wait
-    /// for the lock), the insert and the commit in another. A reservation
-    /// does not wait for the disk (`synchronous_commit` off): one lost to a
-    /// database crash was held by a call whose host sees the database fail.
+    /// One round trip for a call that fits: the transaction's start, the
+    /// lock, the conditional insert and the commit go out in one flight
+    /// (PostgreSQL runs them in order, so the insert's reads wait for the
+    /// lock, and READ COMMITTED reads what committed before the lock was
+    /// granted). Units past their lease (their host died) are not counted;
+    /// they are removed when they could have refused a call, and by the
+    /// budget's pass over idle sessions. A refusal takes one more round
+    /// trip, to read the units. A reservation does not wait for the disk
+    /// (`synchronous_commit` off): one lost to a database crash was held by a
+    /// call whose host sees the database fail.
     pub fn reserve<E>(
         &self,
         unit: &NewReservation<'_>,
         now_ms: i64,
-        admit: impl FnOnce(Vec<ExecutionGroup>) -> Result<(), E>,
+        admit: impl Fn(Vec<ExecutionGroup>) -> Result<(), E>,
     ) -> Result<Result<i64, E>, SharedError> {
         let mut conn = self.client()?;
         wait(async {
-            let (lock, lapse, spent, reserve) = (
+            let (lock, lapse, take, spent) = (
                 conn.statement(SESSION_LOCK).await?,
                 conn.statement(LAPSE).await?,
+                conn.statement(ADMIT).await?,
                 conn.statement(SPENT).await?,
-                conn.statement(RESERVE).await?,
             );
             let client: &Client = &conn;
-            let reserved = async {
-                let session: [&(dyn ToSql + Sync); 1] = [&unit.session];
-                let lapsed: [&(dyn ToSql + Sync); 2] = [&unit.session, &now_ms];
-                let (_, _, _, rows) = futures::try_join!(
-                    client.batch_execute("BEGIN; SET LOCAL synchronous_commit TO OFF"),
+            let session: [&(dyn ToSql + Sync); 1] = [&unit.session];
+            let lapsed: [&(dyn ToSql + Sync); 2] = [&unit.session, &now_ms];
+            let limits = unit.limits;
+            let held: [&(dyn ToSql + Sync); 8] = [
+                &unit.session,
+                &unit.tool,
+                &unit.args_digest,
+                &unit.expires_ms,
+                &limits.max_calls,
+                &limits.max_calls_per_tool,
+                &limits.max_run_us,
+                &now_ms,
+            ];
+            for _ in 0..ADMIT_TRIES {
+                // A session's units come and go with every call, so its
+                // part of the index is mostly dead entries until a vacuum:
+                // a plain index scan marks them dead as it passes (the next
+                // check skips them), a bitmap scan never does and would
+                // read them all at every check.
+                let taken = futures::try_join!(
+                    client.batch_execute(
+                        "BEGIN; SET LOCAL synchronous_commit TO OFF; \
+                         SET LOCAL enable_bitmapscan TO OFF"
+                    ),
                     client.execute(&lock, &session),
+                    client.query_opt(&take, &held),
+                    client.batch_execute("COMMIT"),
+                );
+                let row = match taken {
+                    Ok((_, _, row, ())) => row,
+                    Err(e) => {
+                        // Leaves the connection out of the failed
+                        // transaction, if it still stands; a lost one is
+                        // made again on next use.
+                        let _ = client.batch_execute("ROLLBACK").await;
+                        return Err(e.into());
+                    }
+                };
+                if let Some(row) = row {
+                    return Ok(Ok(row.try_get(0)?));
+                }
+                let (_, rows) = futures::try_join!(
                     client.execute(&lapse, &lapsed),
-                    client.query(&spent, &session),
+                    client.query(&spent, &lapsed),
                 )?;
                 let groups = rows
                     .iter()
                     .map(execution_group)
                     .collect::<Result<Vec<_>, SharedError>>()?;
                 if let Err(refused) = admit(groups) {
-                    client.batch_execute("ROLLBACK").await?;
                     return Ok(Err(refused));
                 }
-                let held: [&(dyn ToSql + Sync); 4] = [
-                    &unit.session,
-                    &unit.tool,
-                    &unit.args_digest,
-                    &unit.expires_ms,
-                ];
-                let (row, _) = futures::try_join!(
-                    client.query_one(&reserve, &held),
-                    client.batch_execute("COMMIT"),
-                )?;
-                Ok(Ok(row.try_get(0)?))
             }
-            .await;
-            if reserved.is_err() {
-                // Leaves the connection out of the failed transaction, if
-                // it still stands; a lost one is made again on next use.
-                let _ = client.batch_execute("ROLLBACK").await;
-            }
-            reserved
+            Err(SharedError::Setup(format!(
+                "the store refused session `{}` a unit {ADMIT_TRIES} times while its units \
+                 left room for one",
+                unit.session
+            )))
         })
     }
 

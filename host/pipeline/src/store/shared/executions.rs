@@ -1,5 +1,5 @@
 //! The executions budgets count: what the audit chain appends with each
-//! outcome and the budget guard reads, and how a reservation is given back.
+//! outcome and the budget guard reads, and how idle sessions are forgotten.
 //! Both `audit` and `budget` use it; neither imports the other.
 
 use super::SharedError;
@@ -7,11 +7,23 @@ use crate::store::ExecutionGroup;
 use tokio_postgres::Row;
 
 impl super::Shared {
+    /// Also removes the budget units whose lease ran out (their host died
+    /// before storing or giving them back), which no check counts.
     pub fn forget_idle_sessions(&self, idle_since_ms: i64) -> Result<u64, SharedError> {
         let client = self.client()?;
-        Ok(super::wait(
-            client.execute(FORGET_IDLE_SESSIONS, &[&idle_since_ms]),
-        )?)
+        let now = crate::store::now_ms();
+        let idle: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&idle_since_ms];
+        let lapsed: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&now];
+        let (forgotten, _) = super::wait(async {
+            futures::try_join!(
+                client.execute(FORGET_IDLE_SESSIONS, &idle),
+                client.execute(
+                    "DELETE FROM budget_reservations WHERE expires_ms <= $1",
+                    &lapsed
+                ),
+            )
+        })?;
+        Ok(forgotten)
     }
 }
 
@@ -19,9 +31,6 @@ impl super::Shared {
 /// statement on SQLite, see `store::executions`).
 const FORGET_IDLE_SESSIONS: &str = "DELETE FROM executions WHERE ts_ms < $1 \
      AND session NOT IN (SELECT session FROM executions WHERE ts_ms >= $1)";
-
-/// Gives a budget reservation back.
-pub(super) const RELEASE: &str = "DELETE FROM budget_reservations WHERE id = $1";
 
 /// A row of (tool, args_digest, calls, duration_us).
 pub(super) fn execution_group(r: &Row) -> Result<ExecutionGroup, SharedError> {

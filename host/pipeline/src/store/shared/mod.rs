@@ -72,14 +72,27 @@ pub use section::StoreSection;
 #[cfg(feature = "postgres")]
 pub use settings::SharedSettings;
 
-/// A call's unit of its session's budget, as the shared store keeps it.
+/// A call's unit of its session's budget, as the shared store keeps it,
+/// with the limits it must fit.
 #[derive(Debug)]
 pub struct NewReservation<'a> {
     pub session: &'a str,
     pub tool: &'a str,
-    /// Empty when the call is not counted per arguments.
+    /// Empty when the call is not counted per arguments; else no unit of
+    /// the session may have the same tool and digest.
     pub args_digest: &'a str,
     pub expires_ms: i64,
+    pub limits: UnitLimits,
+}
+
+/// The session's limits a unit must fit (`None`: no limit), as the budget
+/// guard's `check` reads them: fewer units than `max_calls`, fewer of the
+/// tool's than `max_calls_per_tool`, less run time than `max_run_us`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UnitLimits {
+    pub max_calls: Option<i64>,
+    pub max_calls_per_tool: Option<i64>,
+    pub max_run_us: Option<i64>,
 }
 
 /// What a migration copied.

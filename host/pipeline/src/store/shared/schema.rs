@@ -6,7 +6,7 @@ use super::SharedError;
 use tokio_postgres::Client;
 
 /// Bump with every migration below.
-pub(super) const SCHEMA_VERSION: i32 = 11;
+pub(super) const SCHEMA_VERSION: i32 = 12;
 
 pub(super) const MIGRATION_1: &str = "
 CREATE TABLE approvals (
@@ -181,6 +181,62 @@ pub(super) const MIGRATION_11: &str = "
 CREATE INDEX executions_ts ON executions(ts_ms);
 ";
 
+/// A session's executions counted as they are stored and removed, so a
+/// budget check reads two rows, not the session's whole history (see
+/// `budget`). Triggers keep the counts, whatever path changes the table
+/// (the audit's appends, `store migrate`, the pass over idle sessions, a
+/// person at `psql`).
+pub(super) const MIGRATION_12: &str = "
+CREATE TABLE budget_totals (
+    session TEXT PRIMARY KEY,
+    calls   BIGINT NOT NULL,
+    run_us  BIGINT NOT NULL
+);
+CREATE TABLE budget_tool_totals (
+    session TEXT NOT NULL,
+    tool    TEXT NOT NULL,
+    calls   BIGINT NOT NULL,
+    PRIMARY KEY (session, tool)
+);
+INSERT INTO budget_totals (session, calls, run_us)
+    SELECT session, count(*), coalesce(sum(GREATEST(duration_us, 0)), 0)
+    FROM executions GROUP BY session;
+INSERT INTO budget_tool_totals (session, tool, calls)
+    SELECT session, tool, count(*) FROM executions GROUP BY session, tool;
+CREATE FUNCTION toolwarden_count_stored() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO budget_totals AS t (session, calls, run_us)
+        SELECT session, count(*), coalesce(sum(GREATEST(duration_us, 0)), 0)
+        FROM stored GROUP BY session ORDER BY session
+        ON CONFLICT (session) DO UPDATE
+        SET calls = t.calls + EXCLUDED.calls, run_us = t.run_us + EXCLUDED.run_us;
+    INSERT INTO budget_tool_totals AS t (session, tool, calls)
+        SELECT session, tool, count(*) FROM stored GROUP BY session, tool ORDER BY session, tool
+        ON CONFLICT (session, tool) DO UPDATE SET calls = t.calls + EXCLUDED.calls;
+    RETURN NULL;
+END $$;
+CREATE FUNCTION toolwarden_count_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE budget_totals AS t SET calls = t.calls - g.calls, run_us = t.run_us - g.run_us
+        FROM (SELECT session, count(*) AS calls,
+                     coalesce(sum(GREATEST(duration_us, 0)), 0) AS run_us
+              FROM removed GROUP BY session) AS g
+        WHERE t.session = g.session;
+    UPDATE budget_tool_totals AS t SET calls = t.calls - g.calls
+        FROM (SELECT session, tool, count(*) AS calls FROM removed GROUP BY session, tool) AS g
+        WHERE t.session = g.session AND t.tool = g.tool;
+    DELETE FROM budget_totals
+        WHERE calls <= 0 AND session IN (SELECT session FROM removed);
+    DELETE FROM budget_tool_totals
+        WHERE calls <= 0 AND session IN (SELECT session FROM removed);
+    RETURN NULL;
+END $$;
+CREATE TRIGGER executions_stored AFTER INSERT ON executions
+    REFERENCING NEW TABLE AS stored FOR EACH STATEMENT EXECUTE FUNCTION toolwarden_count_stored();
+CREATE TRIGGER executions_removed AFTER DELETE ON executions
+    REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION toolwarden_count_removed();
+";
+
 pub(super) async fn migrate(client: &mut Client) -> Result<(), SharedError> {
     let tx = client.transaction().await?;
     tx.execute(
@@ -219,6 +275,7 @@ pub(super) async fn migrate(client: &mut Client) -> Result<(), SharedError> {
         (9, MIGRATION_9),
         (10, MIGRATION_10),
         (11, MIGRATION_11),
+        (12, MIGRATION_12),
     ] {
         if version < to {
             tx.batch_execute(migration).await?;
