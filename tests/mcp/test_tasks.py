@@ -273,11 +273,12 @@ class Legacy:
         self.proc.wait(timeout=10)
 
 
-def recorded(host: Host, tool: str) -> list:
-    """The outcomes recorded for `tool`, once there are any: the host
-    commits its records in batches, a moment after it answers."""
+def recorded(host: Host, tool: str, until=bool) -> list:
+    """The outcomes recorded for `tool`, once `until(outcomes)` holds (by
+    default, once there are any): the host commits its records in batches,
+    a moment after it answers."""
     deadline = time.monotonic() + 10
-    while not (outcomes := Tasks(None, host).outcomes(tool)) and time.monotonic() < deadline:
+    while not until(outcomes := Tasks(None, host).outcomes(tool)) and time.monotonic() < deadline:
         time.sleep(0.1)
     return outcomes
 
@@ -421,5 +422,6 @@ def test_a_person_not_reached_about_a_2025_11_25_task_decides_nothing(legacy):
 
     done = legacy.rpc("tasks/result", {"taskId": task_id}, answer=accept_all)["result"]
     assert done["content"][0]["text"] == "a.txt deleted", done
-    codes = [o.get("code") for o in recorded(legacy.host, "confirm_delete")]
+    finished = recorded(legacy.host, "confirm_delete", until=lambda outcomes: outcomes and outcomes[-1].get("code") is None)
+    codes = [o.get("code") for o in finished]
     assert "APPROVAL_DENIED" not in codes and codes[-1] is None, codes
