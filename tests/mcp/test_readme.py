@@ -65,6 +65,11 @@ def person(tmp_path, monkeypatch):
         "PATH": f"{prefix / 'bin'}:{os.environ['PATH']}",
         "CARGO_HOME": os.environ.get("CARGO_HOME", str(Path.home() / ".cargo")),
         "RUSTUP_HOME": os.environ.get("RUSTUP_HOME", str(Path.home() / ".rustup")),
+        # Where cargo puts what it builds: the scaffold's dependencies are
+        # compiled once per run, here or by tests/all/authoring.rs (the
+        # same scaffold, built by the same commands); the commands are the
+        # docs' own.
+        "CARGO_TARGET_DIR": str(ROOT / "target" / "scaffold"),
     }
     # `-o build`: the tests already built target/release/toolwarden (with
     # the test features); `make install` alone would build it once more.
