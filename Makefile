@@ -6,7 +6,7 @@ WASM_DIR := target/wasm/wasm32-wasip2/guest
 
 VENV := .venv
 
-.PHONY: demo test test-build plugins build setup lint py-test pg-test python-plugin bench install
+.PHONY: demo test test-build test-tools plugins build setup lint py-test pg-test python-plugin bench install
 
 PREFIX ?= $(HOME)/.local
 
@@ -49,9 +49,11 @@ demo: plugins build
 # own: cargo runs clippy-driver in rustc's place for them, as `cargo clippy`
 # itself does, with the same `-D warnings`, so a lint still fails the build.
 # That compiles everything once instead of once to check and once to build
-# (4 of a clean run's 26 minutes). Not locally: cargo rebuilds the
-# workspace's crates whenever the wrapper comes or goes, so builds with and
-# without it would undo each other in a warm target. (clippy-driver also
+# (the check took 4 of a clean run's 26 minutes; the no-feature lint below
+# then checks its own dependencies, so the run is 2 minutes shorter). Not
+# locally: cargo rebuilds the workspace's crates whenever the wrapper comes
+# or goes, so builds with and without it would undo each other in a warm
+# target. (clippy-driver also
 # turns off rustc's MIR optimizations for the crates it lints; LLVM's are
 # untouched, and `make build` and `make bench` never use it.)
 ifeq ($(CI),true)
@@ -63,15 +65,14 @@ endif
 
 # The second clippy checks the library as people embed it: no features, so
 # no PostgreSQL (store/shared/absent.rs stands in for it). Its library alone:
-# the tests are the same code under either set of features, linted by the
-# first.
+# the tests are the same code under either set of features, linted with the
+# features by the workspace's lint.
 lint:
 	$(CARGO) fmt --all -- --check
 ifndef LINT_IN_BUILD
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 endif
 	$(CARGO) clippy --release -p toolwarden --lib -- -D warnings
-
 
 # Test files run on PY_WORKERS workers (pytest-xdist), each file whole on
 # one: most of a test's time is spent waiting for the hosts, clients and
@@ -87,8 +88,12 @@ $(VENV)/.installed: tests/requirements.txt
 	$(VENV)/bin/pip install -q -r tests/requirements.txt
 	touch $@
 
-py-test: $(VENV)/.installed test-build tests/conformance/node_modules/.installed tests/sdk/node_modules/.installed \
+# What the tests run besides the build: the venv and the pinned Node
+# modules (.ci/run fetches them while cargo compiles).
+test-tools: $(VENV)/.installed tests/conformance/node_modules/.installed tests/sdk/node_modules/.installed \
 		tests/oauth/node_modules/.installed
+
+py-test: test-tools test-build
 	cd sdk/js && node --test
 	$(VENV)/bin/pytest -q -n $(PY_WORKERS) --dist loadfile tests/mcp tests/python_plugin sdk/python/tests bench/test_guard.py
 
