@@ -447,7 +447,7 @@ fn audit_call_shows_the_whole_tree_and_inspect_shows_the_import() {
     );
     let (code, stdout, _) = run_cli(t.cli().args(["inspect", toolwarden_tests::COMPOSER]));
     assert_eq!(code, 0);
-    assert!(stdout.contains("toolwarden:tool/compose@0.2.0"), "{stdout}");
+    assert!(stdout.contains("toolwarden:tool/compose@0.3.0"), "{stdout}");
 }
 
 #[test]

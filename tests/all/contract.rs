@@ -89,3 +89,60 @@ fn a_plugin_built_against_0_1_0_reports_its_own_errors() {
         assert!(message.starts_with(expected), "{args}: {message}");
     }
 }
+
+const KEPT_0_2_0: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/kept/contract-0.2.0.wasm");
+const KEPT_0_2_0_SHA256: &str = "67370f605f6a3ca36f4ae86f46a62d4d33b6b1c9e9e7a923c5e3a42eac0f803d";
+
+/// The kept 0.2.0 build of the `ledger` fixture: a keyed tool that writes
+/// the workspace, with a preview and a view of its results.
+#[test]
+fn a_plugin_built_against_0_2_0_runs_keyed_and_shows_its_results() {
+    let t = TestHost::new(&[KEPT_0_2_0]).sandbox(toolwarden::SandboxMode::WorkspaceWrite);
+    let host = t.controller();
+    let registry = host.registry();
+    let tool = registry
+        .get("ledger_append")
+        .expect("the 0.2.0 tool is served");
+    assert_eq!(
+        tool.plugin().sha256(),
+        KEPT_0_2_0_SHA256,
+        "the kept binary was replaced"
+    );
+    assert_eq!(tool.plugin().contract(), toolwarden::Contract::V0_2);
+    assert!(tool.spec().keyed, "its `keyed` export is read");
+    assert!(tool.plugin().prompts().is_empty());
+    assert!(
+        host.offered_prompts(None, None, |p| p.spec().name.clone())
+            .is_empty()
+    );
+
+    let session = toolwarden::SessionId::from("kept".to_owned());
+    let append = || {
+        let request =
+            CallRequest::new("ledger_append", r#"{"entry":"one"}"#).in_session(session.clone());
+        runtime().block_on(host.handle(request))
+    };
+    let first = append();
+    assert_eq!(first.status, Status::Ok, "{first:#?}");
+    assert_eq!(first.value.as_ref().unwrap()["lines"], 1);
+    let again = append();
+    assert_eq!(again.replayed_from.as_deref(), Some(first.call_id.as_str()));
+    assert_eq!(
+        std::fs::read_to_string(t.workspace.join("ledger.txt")).unwrap(),
+        "one\n",
+        "the repeat was answered, not run"
+    );
+
+    crate::harness::outcome_of(&host, first.call_id.as_str());
+    let shown = runtime()
+        .block_on(host.show_call(first.call_id.as_str()))
+        .unwrap()
+        .expect("the call is in the audit log");
+    match shown.result {
+        Some(toolwarden::presentation::Rendered::Shown { title, text, .. }) => {
+            assert_eq!(title, "appended `one`: 1 lines");
+            assert_eq!(text, "the view could see the ledger file: false");
+        }
+        other => panic!("the 0.2.0 `show` export was not used: {other:?}"),
+    }
+}

@@ -31,6 +31,7 @@ mod pipeline;
 mod policy;
 mod previews;
 mod profiles;
+mod prompts;
 mod questions;
 mod rate_limits;
 mod registry;

@@ -718,7 +718,7 @@ fn list_and_inspect_show_declared_and_granted_network() {
     let plugin = t.plugins.join("http_fetch.wasm");
     let (code, out, _) = run_cli(t.cli().args(["inspect"]).arg(&plugin));
     assert_eq!(code, 0);
-    assert!(out.contains("contract toolwarden:tool@0.2.0"), "{out}");
+    assert!(out.contains("contract toolwarden:tool@0.3.0"), "{out}");
     assert!(out.contains("network https://*:*, http://*:*"), "{out}");
 }
 

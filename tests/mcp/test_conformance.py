@@ -31,6 +31,11 @@ tools = ["test_*", "json_schema_2020_12_tool", "greet", "slow_compute", "failing
 decision = "allow"
 reason = "the conformance suite's scenario tools return fixed results"
 
+[[rule]]
+prompts = ["test_*"]
+decision = "allow"
+reason = "the conformance suite's prompts render fixed text"
+
 [mcp]
 # The tasks scenarios' tools registered with task support `required`.
 task_only = ["failing_job", "test_tool_with_task"]
@@ -87,7 +92,8 @@ def test_the_official_conformance_suite_passes_all_but_its_baseline(conformance_
     for scenario in ["tools-list", "tools-call-simple-text", "tools-call-image", "tools-call-audio",
                      "tools-call-embedded-resource", "tools-call-mixed-content", "tools-call-error",
                      "tools-call-with-progress", "dns-rebinding-protection", "server-sse-multiple-streams",
-                     "json-schema-2020-12"]:
+                     "json-schema-2020-12", "prompts-list", "prompts-get-simple", "prompts-get-with-args",
+                     "prompts-get-embedded-resource", "prompts-get-with-image", "completion-complete"]:
         assert scenario in checks, f"{scenario} did not run:\n{summary}"
         assert passed(checks[scenario]), f"{scenario} failed:\n{json.dumps(checks[scenario], indent=1)[:3000]}"
     for scenario, check in ERA_ONLY[requirements]:

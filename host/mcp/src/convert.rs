@@ -38,7 +38,7 @@ pub(super) fn tool(spec: &ToolSpec) -> Tool {
 }
 
 /// A content block as MCP carries it: one to one.
-fn block(block: Block) -> ContentBlock {
+pub(super) fn block(block: Block) -> ContentBlock {
     match block {
         Block::Text { text } => ContentBlock::text(text),
         Block::Image { mime_type, data } => ContentBlock::image(data.base64(), mime_type),

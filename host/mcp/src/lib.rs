@@ -34,6 +34,7 @@ mod approvals;
 mod convert;
 mod http;
 mod input;
+mod prompts;
 mod questions;
 mod reports;
 mod roots;
@@ -49,7 +50,8 @@ mod watch;
 // The library's modules, by the names this code knew them under when it
 // was one crate with them.
 use toolwarden::{
-    approval, call, config, content, controller, outcome, presentation, question, spec, store,
+    approval, call, config, content, controller, outcome, presentation, prompt, question, spec,
+    store,
 };
 use toolwarden_web as web_origin;
 
@@ -68,9 +70,11 @@ use crate::call::{CallRequest, MAX_SESSION_NAME, RawArgs, SessionId};
 use crate::controller::Controller;
 use crate::outcome::ErrorCode;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CancelTaskParams, CustomRequest, CustomResult,
-    GetTaskParams, GetTaskResult, Implementation, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool, UpdateTaskParams,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams,
+    CompleteResult, CustomRequest, CustomResult, GetPromptRequestParams, GetPromptResponse,
+    GetTaskParams, GetTaskResult, Implementation, ListPromptsResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    Tool, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
@@ -269,6 +273,8 @@ fn server_info() -> ServerConfig {
             .enable_tool_list_changed()
             .enable_tasks()
             .enable_logging()
+            .enable_prompts()
+            .enable_completions()
             .build(),
     )
     .with_server_info(Implementation::new("toolwarden", env!("CARGO_PKG_VERSION")))
@@ -395,6 +401,30 @@ impl ServerHandler for Server {
             let _ = forwarder.await;
         }
         Ok(asked.unwrap_or_else(|| convert::result(result).into()))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Ok(ListPromptsResult::with_all_items(self.prompts(&cx)))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        self.get_prompt_for(request, &cx).await.map(Into::into)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        self.complete_for(request, &cx).await
     }
 
     /// Which of its plugins' log lines this session's client gets.

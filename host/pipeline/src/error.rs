@@ -266,6 +266,7 @@ mod tests {
             Error::Config { .. } => 1,
             Error::Registry(RegistryError::PluginsDir { .. }) => 2,
             Error::Registry(RegistryError::DuplicateTool { .. }) => 3,
+            Error::Registry(RegistryError::DuplicatePrompt { .. }) => 29,
             Error::Plugin { source, .. } => match source {
                 PluginError::Read(_) => 4,
                 PluginError::TooLarge { .. } => 5,
@@ -278,6 +279,7 @@ mod tests {
                 PluginError::UndeclaredNetwork { .. } => 22,
                 PluginError::Unproven { .. } => 23,
                 PluginError::FileName => 24,
+                PluginError::Prompt { .. } => 28,
             },
             Error::Directory { .. } => 12,
             Error::StateInWorkspace { .. } => 13,
@@ -403,6 +405,15 @@ mod tests {
                 message: "m".into(),
                 hint: "h".into(),
             },
+            plugin(PluginError::Prompt {
+                prompt: "p".into(),
+                problem: "x".into(),
+            }),
+            Error::Registry(RegistryError::DuplicatePrompt {
+                prompt: "p".into(),
+                first: path(),
+                second: path(),
+            }),
         ]
     }
 
@@ -436,7 +447,9 @@ mod tests {
         file name: PLUGIN_INVALID\n\
         no workspace: NO_WORKSPACE\n\
         no project root: NO_WORKSPACE\n\
-        build: BUILD\n";
+        build: BUILD\n\
+        bad prompt: PLUGIN_INVALID\n\
+        duplicate prompt: DUPLICATE_PROMPT\n";
 
     #[test]
     fn every_host_error_has_a_stable_code_and_a_hint() {

@@ -67,6 +67,7 @@ pub mod policy;
 pub mod presentation;
 pub mod private_file;
 mod profile;
+pub mod prompt;
 pub mod provenance;
 pub mod question;
 mod real_path;
@@ -97,7 +98,7 @@ pub use capability::{FsAccess, Grant, GrantedOrigin, Network, NetworkGrant, Reac
 pub use check::{Problem, Report};
 pub use config::{Config, ConfigBuilder, DEFAULT_CONFIG_FILE};
 pub use content::{Block, BlockSummary, Bytes, ResourceContents};
-pub use controller::{Controller, Inspection, ShownCall};
+pub use controller::{Controller, Inspection, PromptRequest, ShownCall};
 pub use egress::{RequestDecision, RequestRecord};
 /// The tuned wasmtime configuration, for `make bench`'s bare-engine floor.
 #[doc(hidden)]

@@ -4,11 +4,13 @@
 //! ```toml
 //! [profile.review]
 //! tools = ["read_file", "list_dir", "search_*"]
+//! prompts = ["review_*"]      # optional: without it, the profile offers no prompt
 //! ```
 //!
-//! A session without a profile sees every tool; one with a profile sees,
-//! lists and calls only the tools its globs name; one that names a profile
-//! the config does not define sees none (it fails closed). A profile only
+//! A session without a profile sees every tool and prompt; one with a
+//! profile sees, lists and calls only the tools (and gets only the prompts)
+//! its globs name; one that names a profile the config does not define sees
+//! none (it fails closed). A profile only
 //! narrows: it never allows a call the policy would not. Owns the
 //! `[profile.NAME]` tables; a plain value the registry and the front ends
 //! ask, deciding nothing else.
@@ -23,12 +25,15 @@ use std::collections::BTreeMap;
 #[serde(deny_unknown_fields)]
 pub struct ProfileSection {
     tools: Vec<String>,
+    prompts: Option<Vec<String>>,
 }
 
-/// Every profile the config defines, each as the set of its tool globs.
+/// Every profile the config defines, each as the sets of its tool and
+/// prompt globs.
 #[derive(Debug, Default)]
 pub struct Profiles {
     named: BTreeMap<String, GlobSet>,
+    prompts: BTreeMap<String, GlobSet>,
 }
 
 /// The tools one session may see and call.
@@ -43,9 +48,10 @@ pub enum ToolSet<'a> {
 }
 
 impl ProfileSection {
-    pub const KEYS: &str = "tools";
+    pub const KEYS: &str = "tools, prompts";
 
-    pub fn resolve(self, name: &str) -> Result<GlobSet, SettingError> {
+    /// The profile's tool globs and prompt globs (none: no prompt).
+    pub fn resolve(self, name: &str) -> Result<(GlobSet, GlobSet), SettingError> {
         let fail = |message: String| {
             SettingError::new(
                 format!("`profile.{name}`: {message}"),
@@ -57,13 +63,20 @@ impl ProfileSection {
                 "`tools` is empty, so the profile offers nothing".into(),
             ));
         }
-        let mut set = GlobSetBuilder::new();
-        for pattern in &self.tools {
-            set.add(
-                Glob::new(pattern).map_err(|e| fail(format!("`{pattern}` is not a glob: {e}")))?,
-            );
-        }
-        set.build().map_err(|e| fail(e.to_string()))
+        let set = |patterns: &[String]| {
+            let mut set = GlobSetBuilder::new();
+            for pattern in patterns {
+                set.add(
+                    Glob::new(pattern)
+                        .map_err(|e| fail(format!("`{pattern}` is not a glob: {e}")))?,
+                );
+            }
+            set.build().map_err(|e| fail(e.to_string()))
+        };
+        Ok((
+            set(&self.tools)?,
+            set(self.prompts.as_deref().unwrap_or(&[]))?,
+        ))
     }
 }
 
@@ -73,6 +86,7 @@ impl Profiles {
         tables: BTreeMap<String, ProfileSection>,
     ) -> Result<Profiles, (String, SettingError)> {
         let mut named = BTreeMap::new();
+        let mut prompts = BTreeMap::new();
         for (name, table) in tables {
             if !is_profile_name(&name) {
                 return Err((
@@ -85,10 +99,11 @@ impl Profiles {
                     ),
                 ));
             }
-            let tools = table.resolve(&name).map_err(|e| (name.clone(), e))?;
+            let (tools, offered) = table.resolve(&name).map_err(|e| (name.clone(), e))?;
+            prompts.insert(name.clone(), offered);
             named.insert(name, tools);
         }
-        Ok(Profiles { named })
+        Ok(Profiles { named, prompts })
     }
 
     /// The tool set of a session that declared `profile` (or none).
@@ -97,6 +112,18 @@ impl Profiles {
             None => ToolSet::All,
             Some(name) => match self.named.get_key_value(name) {
                 Some((name, tools)) => ToolSet::Named(name, tools),
+                None => ToolSet::Unknown(name),
+            },
+        }
+    }
+
+    /// The prompts a session that declared `profile` (or none) may get,
+    /// as a set of names like a tool set.
+    pub fn select_prompts<'a>(&'a self, profile: Option<&'a str>) -> ToolSet<'a> {
+        match profile {
+            None => ToolSet::All,
+            Some(name) => match self.prompts.get_key_value(name) {
+                Some((name, prompts)) => ToolSet::Named(name, prompts),
                 None => ToolSet::Unknown(name),
             },
         }
@@ -160,6 +187,21 @@ mod tests {
         assert!(!typo.includes("read_file"));
         assert!(typo.missing("read_file").contains("not defined"));
         assert!(review.missing("write_file").contains("`review`"));
+    }
+
+    #[test]
+    fn a_profile_offers_only_the_prompts_it_names() {
+        let p = profiles(
+            "[review]\ntools = [\"read_file\"]\nprompts = [\"review_*\"]\n\
+             [plain]\ntools = [\"read_file\"]\n",
+        )
+        .unwrap();
+        assert!(p.select_prompts(None).includes("anything"));
+        assert!(p.select_prompts(Some("review")).includes("review_diff"));
+        assert!(!p.select_prompts(Some("review")).includes("deploy"));
+        assert!(!p.select_prompts(Some("plain")).includes("review_diff"));
+        assert!(!p.select_prompts(Some("typo")).includes("review_diff"));
+        assert!(!p.select(Some("review")).includes("review_diff"));
     }
 
     #[test]

@@ -27,6 +27,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "origin",
             "canonical_url",
             "spec",
+            "prompt",
             "settings",
             "profile",
             "private_file",

@@ -40,6 +40,7 @@
 //! filesystem) is a claim the host checks and governs, not a permission.
 
 pub mod http;
+pub mod prompts;
 mod schema;
 
 use serde::Serialize;
@@ -70,6 +71,7 @@ pub use wit::{
     Risk, ToolError,
 };
 
+pub use prompts::{Prompt, PromptArgs, PromptMessage, Role, assistant, text, user};
 pub use schema::{input_schema, output_schema};
 
 /// Facts about the current call, and the host's services (log, progress,
@@ -656,6 +658,12 @@ fn without_location(e: &serde_json::Error) -> String {
     }
 }
 
+/// The prompts of a plugin that offers none (`export!(tools)`).
+#[doc(hidden)]
+pub fn __no_prompts() -> Vec<Prompt> {
+    Vec::new()
+}
+
 #[doc(hidden)]
 pub mod __private {
     use super::*;
@@ -718,10 +726,15 @@ pub mod __private {
 }
 
 /// Exports the tools a function returns as this crate's component:
-/// `toolwarden_plugin::export!(tools);` where `fn tools() -> Vec<Tool>`.
+/// `toolwarden_plugin::export!(tools);` where `fn tools() -> Vec<Tool>`,
+/// or `toolwarden_plugin::export!(tools, prompts);` with the prompts
+/// `fn prompts() -> Vec<Prompt>` returns as well.
 #[macro_export]
 macro_rules! export {
     ($tools:path) => {
+        $crate::export!($tools, $crate::__no_prompts);
+    };
+    ($tools:path, $prompts:path) => {
         struct __ToolwardenPlugin;
 
         impl $crate::bindings::exports::toolwarden::tool::tool::Guest for __ToolwardenPlugin {
@@ -764,6 +777,31 @@ macro_rules! export {
                 value_json: ::std::string::String,
             ) -> ::std::option::Option<$crate::Presentation> {
                 $crate::__private::show_result($tools(), &name, &args_json, &value_json)
+            }
+        }
+
+        impl $crate::bindings::exports::toolwarden::tool::prompts::Guest for __ToolwardenPlugin {
+            fn prompts() -> ::std::vec::Vec<$crate::bindings::exports::toolwarden::tool::prompts::PromptSpec> {
+                $crate::prompts::__private::specs($prompts())
+            }
+
+            fn get_prompt(
+                name: ::std::string::String,
+                arguments: ::std::vec::Vec<(::std::string::String, ::std::string::String)>,
+            ) -> ::std::result::Result<
+                $crate::bindings::exports::toolwarden::tool::prompts::RenderedPrompt,
+                $crate::ToolError,
+            > {
+                $crate::prompts::__private::get($prompts(), &name, arguments)
+            }
+
+            fn complete(
+                name: ::std::string::String,
+                argument: ::std::string::String,
+                value: ::std::string::String,
+                context: ::std::vec::Vec<(::std::string::String, ::std::string::String)>,
+            ) -> ::std::vec::Vec<::std::string::String> {
+                $crate::prompts::__private::complete($prompts(), &name, &argument, &value, context)
             }
         }
 

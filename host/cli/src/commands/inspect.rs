@@ -24,6 +24,7 @@ pub fn run(
             "contract": plugin.contract().as_str(),
             "imports": plugin.imports(),
             "tools": tools,
+            "prompts": plugin.prompts(),
         }));
         return Ok(ExitStatus::Success);
     }
@@ -58,6 +59,22 @@ pub fn run(
         if let Some(output) = &spec.output_schema {
             printer.out(format!("  output {output}"));
         }
+    }
+    for prompt in plugin.prompts() {
+        let arguments: Vec<String> = prompt
+            .arguments
+            .iter()
+            .map(|a| {
+                let required = if a.required { "" } else { "?" };
+                format!("{}{required}", a.name)
+            })
+            .collect();
+        printer.out(format!(
+            "\nprompt {}({})",
+            prompt.name,
+            arguments.join(", ")
+        ));
+        printer.out(format!("  {}", prompt.description));
     }
     Ok(ExitStatus::Success)
 }

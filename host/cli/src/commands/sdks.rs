@@ -17,7 +17,9 @@ pub struct Sdk {
     files: &'static [(&'static str, &'static str)],
 }
 
-/// The SDKs' version is the contract's, read from the Rust crate's manifest.
+/// The SDKs' version is the newest contract's, read from the Rust crate's
+/// manifest (the Python and JavaScript SDKs build against 0.2.0, which
+/// every later host loads; `sdk/wit/tool.wit`).
 fn version() -> &'static str {
     RUST.files[0]
         .1
@@ -35,7 +37,8 @@ macro_rules! files {
 pub const RUST: Sdk = Sdk {
     name: "toolwarden-plugin",
     files: files!("sdk/toolwarden-plugin":
-        "Cargo.toml", "README.md", "src/lib.rs", "src/http.rs", "src/schema.rs", "wit/tool.wit"),
+        "Cargo.toml", "README.md", "src/lib.rs", "src/http.rs", "src/prompts.rs", "src/schema.rs",
+        "wit/tool.wit"),
 };
 
 pub const PYTHON: Sdk = Sdk {

@@ -203,6 +203,11 @@ impl Config {
         self.profiles.select(profile)
     }
 
+    /// The prompts a session declaring `profile` (or none) may get.
+    pub fn prompt_set<'a>(&'a self, profile: Option<&'a str>) -> crate::profile::ToolSet<'a> {
+        self.profiles.select_prompts(profile)
+    }
+
     /// The `[profile.NAME]` names the config defines, sorted.
     pub fn profile_names(&self) -> impl Iterator<Item = &str> {
         self.profiles.names()

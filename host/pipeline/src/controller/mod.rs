@@ -11,10 +11,12 @@
 mod children;
 mod offer;
 mod preview;
+mod prompts;
 mod serving;
 mod setup;
 mod shown;
 
+pub use prompts::{PROMPT_RECORD_PREFIX, PromptRequest};
 pub use shown::ShownCall;
 mod trail;
 
@@ -336,17 +338,7 @@ impl Controller {
             )
         });
         trail.begin("audit");
-        // With `durability = "sync"`, nothing runs unless the trail so far is
-        // on disk; batched, it is queued ahead of the call's end.
-        self.records
-            .audit_log()
-            .record(&trail.subject, std::mem::take(&mut trail.events), None)
-            .map_err(|e| {
-                CallError::new(
-                    ErrorCode::HostError,
-                    format!("the audit log could not be written, so the call did not run: {e}"),
-                )
-            })?;
+        trail.commit(&self.records, "the call did not run")?;
         trail.end(|| "the call and its decisions are committed".into());
         trail.ran = true;
         let tool = Arc::clone(prepared.tool());

@@ -59,6 +59,26 @@ impl Trail {
         }
     }
 
+    /// Hands the events so far to the audit log before a plugin runs: with
+    /// `durability = "sync"` nothing runs unless they are on disk; batched,
+    /// they are queued ahead of the end. `refused` says what did not happen
+    /// when they cannot be written.
+    pub(super) fn commit(
+        &mut self,
+        records: &crate::records::Records,
+        refused: &str,
+    ) -> Result<(), CallError> {
+        records
+            .audit_log()
+            .record(&self.subject, std::mem::take(&mut self.events), None)
+            .map_err(|e| {
+                CallError::new(
+                    ErrorCode::HostError,
+                    format!("the audit log could not be written, so {refused}: {e}"),
+                )
+            })
+    }
+
     /// Closes the step under way with what it found.
     pub(super) fn end(&mut self, outcome: impl FnOnce() -> String) {
         if let (Some(trace), Some((step, since))) = (&mut self.trace, self.step.take()) {

@@ -11,47 +11,64 @@ pub(crate) mod v0_1 {
     });
 }
 
-/// `toolwarden:tool@0.2.0` (`wit/tool.wit`), with the optional `compose`
-/// import a plugin may or may not use (linking takes what it imports).
-pub(crate) mod v0_2 {
-    wasmtime::component::bindgen!({
-        path: "../../wit",
-        world: "composite-plugin",
-        imports: { "toolwarden:tool/compose.call-tool": async },
-        exports: { default: async },
-    });
+/// Bindings of one later contract version, from `$path`: the world with
+/// the optional `compose` import a plugin may or may not use (linking takes
+/// what it imports), and one module per optional interface, each found on
+/// an instance when a plugin has it.
+macro_rules! contract_bindings {
+    ($path:literal, $main:ident, $ask:ident, $present:ident, $show:ident) => {
+        pub(crate) mod $main {
+            wasmtime::component::bindgen!({
+                path: $path,
+                world: "composite-plugin",
+                imports: { "toolwarden:tool/compose.call-tool": async },
+                exports: { default: async },
+            });
+        }
+
+        /// The optional `ask` import: trappable, so a question nobody has
+        /// answered yet stops the call where it was asked.
+        pub(crate) mod $ask {
+            wasmtime::component::bindgen!({
+                path: $path,
+                world: "asking-plugin",
+                imports: {
+                    "toolwarden:tool/ask.question": trappable,
+                    "toolwarden:tool/ask.questions": trappable,
+                },
+                exports: { default: async },
+            });
+        }
+
+        /// The optional `present` export; only its export is used.
+        pub(crate) mod $present {
+            wasmtime::component::bindgen!({
+                path: $path,
+                world: "presenting-plugin",
+                exports: { default: async },
+            });
+        }
+
+        /// The optional `show` export, which comes with `present`.
+        pub(crate) mod $show {
+            wasmtime::component::bindgen!({
+                path: $path,
+                world: "showing-plugin",
+                exports: { default: async },
+            });
+        }
+    };
 }
 
-/// The optional `ask` import of 0.2.0 (`wit/tool.wit`): trappable, so a
-/// question nobody has answered yet stops the call where it was asked.
-pub(crate) mod v0_2_ask {
-    wasmtime::component::bindgen!({
-        path: "../../wit",
-        world: "asking-plugin",
-        imports: {
-            "toolwarden:tool/ask.question": trappable,
-            "toolwarden:tool/ask.questions": trappable,
-        },
-        exports: { default: async },
-    });
-}
+contract_bindings!("../../wit/0.2.0", v0_2, v0_2_ask, v0_2_present, v0_2_show);
+contract_bindings!("../../wit", v0_3, v0_3_ask, v0_3_present, v0_3_show);
 
-/// The optional `present` export of 0.2.0 (`wit/tool.wit`), found on an
-/// instance when a plugin has it; only its export is used.
-pub(crate) mod v0_2_present {
+/// The optional `prompts` export of 0.3.0 (`wit/tool.wit`), found on an
+/// instance when a plugin has it.
+pub(crate) mod v0_3_prompts {
     wasmtime::component::bindgen!({
         path: "../../wit",
-        world: "presenting-plugin",
-        exports: { default: async },
-    });
-}
-
-/// The optional `show` export of 0.2.0 (`wit/tool.wit`), which comes with
-/// `present`; found on an instance when a plugin has it.
-pub(crate) mod v0_2_show {
-    wasmtime::component::bindgen!({
-        path: "../../wit",
-        world: "showing-plugin",
+        world: "prompting-plugin",
         exports: { default: async },
     });
 }

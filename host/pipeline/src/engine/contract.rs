@@ -8,10 +8,9 @@
 //! network. Never decides anything about a plugin: checking what it
 //! declared is the describing step's job.
 
-use super::bindings::{v0_1, v0_2, v0_2_present, v0_2_show};
+use super::bindings::{v0_1, v0_2, v0_3};
 use super::state::CallState;
 use crate::content::{Block, Bytes, ResourceContents};
-use crate::presentation::{Presentation, View};
 use crate::spec::{Effect, Effects, FsNeed, Risk};
 use std::fmt;
 use wasmtime::Store;
@@ -22,6 +21,7 @@ use wasmtime::component::{Instance, InstancePre};
 pub enum Contract {
     V0_1,
     V0_2,
+    V0_3,
 }
 
 impl Contract {
@@ -29,6 +29,7 @@ impl Contract {
         match self {
             Contract::V0_1 => "toolwarden:tool@0.1.0",
             Contract::V0_2 => "toolwarden:tool@0.2.0",
+            Contract::V0_3 => "toolwarden:tool@0.3.0",
         }
     }
 }
@@ -104,6 +105,7 @@ impl ToolFailure {
 pub(crate) enum PluginPre {
     V0_1(v0_1::PluginPre<CallState>),
     V0_2(v0_2::CompositePluginPre<CallState>),
+    V0_3(v0_3::CompositePluginPre<CallState>),
 }
 
 /// The spec conversion is the same for every version but the types are
@@ -150,60 +152,42 @@ macro_rules! declared {
     }};
 }
 
-/// A 0.2.0 content block in the host's types.
-fn block(block: v0_2::exports::toolwarden::tool::tool::ContentBlock) -> Block {
-    use v0_2::exports::toolwarden::tool::tool::{ContentBlock as B, ResourceContents as R};
-    match block {
-        B::Text(text) => Block::Text { text },
-        B::Image(media) => Block::Image {
-            mime_type: media.mime_type,
-            data: Bytes(media.data),
-        },
-        B::Audio(media) => Block::Audio {
-            mime_type: media.mime_type,
-            data: Bytes(media.data),
-        },
-        B::ResourceLink(link) => Block::ResourceLink {
-            uri: link.uri,
-            name: link.name,
-            mime_type: link.mime_type,
-            description: link.description,
-        },
-        B::Embedded(resource) => Block::Resource {
-            uri: resource.uri,
-            mime_type: resource.mime_type,
-            contents: match resource.contents {
-                R::Text(text) => ResourceContents::Text(text),
-                R::Blob(blob) => ResourceContents::Blob(Bytes(blob)),
+/// A content block of one binding module (0.2.0 and later) in the host's
+/// types.
+macro_rules! block {
+    ($version:ident, $block:expr) => {{
+        use $version::exports::toolwarden::tool::tool::{ContentBlock as B, ResourceContents as R};
+        match $block {
+            B::Text(text) => Block::Text { text },
+            B::Image(media) => Block::Image {
+                mime_type: media.mime_type,
+                data: Bytes(media.data),
             },
-        },
-    }
-}
-
-/// `invoke` with the call context and result types of one version;
-/// `$content` takes the version's output apart (value, text, blocks).
-/// A `presentation` of one binding module (each generates its own types)
-/// in the host's type.
-macro_rules! presentation {
-    ($version:ident, $p:expr) => {{
-        use $version::exports::toolwarden::tool::present::View as V;
-        let p = $p;
-        Presentation {
-            view: match p.view {
-                V::Terminal => View::Terminal,
-                V::Diff => View::Diff,
-                V::Search => View::Search,
-                V::Read => View::Read,
-                V::Web => View::Web,
-                V::Generic => View::Generic,
+            B::Audio(media) => Block::Audio {
+                mime_type: media.mime_type,
+                data: Bytes(media.data),
             },
-            title: p.title,
-            path: p.path,
-            body: p.body,
+            B::ResourceLink(link) => Block::ResourceLink {
+                uri: link.uri,
+                name: link.name,
+                mime_type: link.mime_type,
+                description: link.description,
+            },
+            B::Embedded(resource) => Block::Resource {
+                uri: resource.uri,
+                mime_type: resource.mime_type,
+                contents: match resource.contents {
+                    R::Text(text) => ResourceContents::Text(text),
+                    R::Blob(blob) => ResourceContents::Blob(Bytes(blob)),
+                },
+            },
         }
     }};
 }
+pub(super) use block;
 
+/// `invoke` with the call context and result types of one version;
+/// `$content` takes the version's output apart (value, text, blocks).
 macro_rules! invoke {
     ($version:ident, $plugin:expr, $store:expr, $name:expr, $args:expr, $cx:expr, $content:expr) => {{
         use $version::exports::toolwarden::tool::tool::{CallContext as Cx, ToolError};
@@ -237,24 +221,40 @@ macro_rules! invoke {
     }};
 }
 
-/// The export a plugin lists its keyed tools in (see `interface keyed`).
-const KEYED_EXPORT: &str = "toolwarden:tool/keyed@0.2.0";
-
-/// The tools the optional `keyed` export names; none when the plugin does
-/// not export it (every plugin built before it existed).
+/// The tools the optional `keyed` export (`export`, of the plugin's
+/// contract version) names; none when the plugin does not export it (every
+/// plugin built before it existed).
 async fn keyed_tools(
     instance: &Instance,
     store: &mut Store<CallState>,
+    export: &str,
 ) -> wasmtime::Result<Vec<String>> {
-    let Some(keyed) = instance.get_export_index(&mut *store, None, KEYED_EXPORT) else {
+    let Some(keyed) = instance.get_export_index(&mut *store, None, export) else {
         return Ok(Vec::new());
     };
     let func = instance
         .get_export_index(&mut *store, Some(&keyed), "keyed-tools")
-        .ok_or_else(|| wasmtime::format_err!("`{KEYED_EXPORT}` has no `keyed-tools` function"))?;
+        .ok_or_else(|| wasmtime::format_err!("`{export}` has no `keyed-tools` function"))?;
     let func = instance.get_typed_func::<(), (Vec<String>,)>(&mut *store, &func)?;
     let (names,) = func.call_async(&mut *store, ()).await?;
     Ok(names)
+}
+
+/// Marks the specs `keyed` names; a name `tools()` does not declare is
+/// the plugin's defect.
+fn mark_keyed(specs: &mut [DeclaredSpec], keyed: Vec<String>) -> wasmtime::Result<()> {
+    for name in keyed {
+        match specs.iter_mut().find(|spec| spec.name == name) {
+            Some(spec) => spec.keyed = true,
+            None => {
+                let shown: String = name.chars().take(64).collect();
+                return Err(wasmtime::format_err!(
+                    "`keyed-tools` names `{shown}`, which `tools()` does not declare"
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Where a guest stopped when it failed: starting it is the host's
@@ -264,20 +264,51 @@ pub(crate) enum Phase {
     Call,
 }
 
-type GuestResult<T> = Result<T, (Phase, wasmtime::Error)>;
+pub(crate) type GuestResult<T> = Result<T, (Phase, wasmtime::Error)>;
+
+/// `tools()` (and `keyed`) of a 0.2.0-or-later plugin, on an instance of
+/// it: the specs are the same shape in every such version.
+macro_rules! declared_tools {
+    ($version:ident, $plugin:expr, $instance:expr, $store:expr, $keyed_export:expr) => {{
+        let specs = $plugin
+            .toolwarden_tool_tool()
+            .call_tools(&mut *$store)
+            .await;
+        let keyed = keyed_tools($instance, $store, $keyed_export).await;
+        let network = |spec: &$version::exports::toolwarden::tool::tool::ToolSpec| {
+            spec.network.as_ref().map(|need| DeclaredNetwork {
+                origins: need.origins.clone(),
+                credentials: need.credentials.clone(),
+            })
+        };
+        specs.and_then(|specs| {
+            let mut specs: Vec<DeclaredSpec> = specs
+                .into_iter()
+                .map(|spec| declared!($version, spec, network))
+                .collect();
+            mark_keyed(&mut specs, keyed?)?;
+            Ok(specs)
+        })
+    }};
+}
 
 impl PluginPre {
     /// Links `pre` against the contract its exports say it was built for.
     /// The error names what each version found missing.
     pub(crate) fn new(pre: InstancePre<CallState>) -> Result<PluginPre, String> {
-        let current = match v0_2::CompositePluginPre::new(pre.clone()) {
+        let newest = match v0_3::CompositePluginPre::new(pre.clone()) {
+            Ok(linked) => return Ok(PluginPre::V0_3(linked)),
+            Err(e) => e,
+        };
+        let middle = match v0_2::CompositePluginPre::new(pre.clone()) {
             Ok(linked) => return Ok(PluginPre::V0_2(linked)),
             Err(e) => e,
         };
         match v0_1::PluginPre::new(pre) {
             Ok(linked) => Ok(PluginPre::V0_1(linked)),
             Err(earlier) => Err(format!(
-                "as {}: {current:#}; as {}: {earlier:#}",
+                "as {}: {newest:#}; as {}: {middle:#}; as {}: {earlier:#}",
+                Contract::V0_3,
                 Contract::V0_2,
                 Contract::V0_1
             )),
@@ -288,6 +319,7 @@ impl PluginPre {
         match self {
             PluginPre::V0_1(_) => Contract::V0_1,
             PluginPre::V0_2(_) => Contract::V0_2,
+            PluginPre::V0_3(_) => Contract::V0_3,
         }
     }
 
@@ -296,25 +328,48 @@ impl PluginPre {
         match self {
             PluginPre::V0_1(pre) => pre.engine(),
             PluginPre::V0_2(pre) => pre.engine(),
+            PluginPre::V0_3(pre) => pre.engine(),
         }
     }
 
-    /// Starts the plugin and asks it for its tools.
-    pub(crate) async fn tools(
+    /// An instance of a plugin with optional exports (0.2.0 and later):
+    /// those are found on it by name. None for a 0.1.0 plugin.
+    pub(crate) async fn instantiate_later(
         &self,
         store: &mut Store<CallState>,
-    ) -> GuestResult<Vec<DeclaredSpec>> {
+    ) -> GuestResult<Option<Instance>> {
+        let pre = match self {
+            PluginPre::V0_1(_) => return Ok(None),
+            PluginPre::V0_2(pre) => pre.instance_pre(),
+            PluginPre::V0_3(pre) => pre.instance_pre(),
+        };
+        pre.instantiate_async(&mut *store)
+            .await
+            .map(Some)
+            .map_err(|e| (Phase::Instantiate, e))
+    }
+
+    /// Starts the plugin and asks it for its tools; with them, the
+    /// instance of a plugin whose contract has prompts (0.3.0), to be asked
+    /// for those next.
+    pub(crate) async fn describe(
+        &self,
+        store: &mut Store<CallState>,
+    ) -> GuestResult<(Vec<DeclaredSpec>, Option<Instance>)> {
         let call = |e| (Phase::Call, e);
         let start = |e| (Phase::Instantiate, e);
+        let tools = |tools| (tools, None);
         match self {
             PluginPre::V0_1(pre) => {
                 let plugin = pre.instantiate_async(&mut *store).await.map_err(start)?;
                 let specs = plugin.toolwarden_tool_tool().call_tools(&mut *store).await;
-                Ok(specs
-                    .map_err(call)?
-                    .into_iter()
-                    .map(|spec| declared!(v0_1, spec, |_: &_| None))
-                    .collect())
+                Ok(tools(
+                    specs
+                        .map_err(call)?
+                        .into_iter()
+                        .map(|spec| declared!(v0_1, spec, |_: &_| None))
+                        .collect(),
+                ))
             }
             PluginPre::V0_2(pre) => {
                 let instance = pre
@@ -323,105 +378,24 @@ impl PluginPre {
                     .await
                     .map_err(start)?;
                 let plugin = v0_2::CompositePlugin::new(&mut *store, &instance).map_err(start)?;
-                let specs = plugin.toolwarden_tool_tool().call_tools(&mut *store).await;
-                let keyed = keyed_tools(&instance, store).await.map_err(call)?;
-                let network = |spec: &v0_2::exports::toolwarden::tool::tool::ToolSpec| {
-                    spec.network.as_ref().map(|need| DeclaredNetwork {
-                        origins: need.origins.clone(),
-                        credentials: need.credentials.clone(),
-                    })
-                };
-                let mut specs: Vec<DeclaredSpec> = specs
-                    .map_err(call)?
-                    .into_iter()
-                    .map(|spec| declared!(v0_2, spec, network))
-                    .collect();
-                for name in keyed {
-                    match specs.iter_mut().find(|spec| spec.name == name) {
-                        Some(spec) => spec.keyed = true,
-                        None => {
-                            let shown: String = name.chars().take(64).collect();
-                            return Err((
-                                Phase::Call,
-                                wasmtime::format_err!(
-                                    "`keyed-tools` names `{shown}`, which `tools()` does not declare"
-                                ),
-                            ));
-                        }
-                    }
-                }
-                Ok(specs)
+                let export = "toolwarden:tool/keyed@0.2.0";
+                declared_tools!(v0_2, plugin, &instance, store, export)
+                    .map(tools)
+                    .map_err(call)
+            }
+            PluginPre::V0_3(pre) => {
+                let instance = pre
+                    .instance_pre()
+                    .instantiate_async(&mut *store)
+                    .await
+                    .map_err(start)?;
+                let plugin = v0_3::CompositePlugin::new(&mut *store, &instance).map_err(start)?;
+                let export = "toolwarden:tool/keyed@0.3.0";
+                let specs =
+                    declared_tools!(v0_3, plugin, &instance, store, export).map_err(call)?;
+                Ok((specs, Some(instance)))
             }
         }
-    }
-
-    /// Starts the plugin and asks how a call of tool `name` on `args`
-    /// would look; none when it has no `present` export (every 0.1.0
-    /// plugin) or no preview for the tool.
-    pub(crate) async fn preview(
-        &self,
-        store: &mut Store<CallState>,
-        name: &str,
-        args: &str,
-        cx: CallContext,
-    ) -> GuestResult<Option<Presentation>> {
-        let Some(instance) = self.instantiate_for_view(store).await? else {
-            return Ok(None);
-        };
-        let Ok(plugin) = v0_2_present::PresentingPlugin::new(&mut *store, &instance) else {
-            return Ok(None);
-        };
-        use v0_2_present::exports::toolwarden::tool::tool::CallContext as Cx;
-        let cx = Cx {
-            call_id: cx.call_id,
-            session_id: cx.session_id,
-            workspace: cx.workspace,
-        };
-        let shown = plugin
-            .toolwarden_tool_present()
-            .call_preview(&mut *store, name, args, &cx)
-            .await
-            .map_err(|e| (Phase::Call, e))?;
-        Ok(shown.map(|p| presentation!(v0_2_present, p)))
-    }
-
-    /// Starts the plugin and asks how a finished call of tool `name` on
-    /// `args` that returned `value` looks; none when it has no `show`
-    /// export or no view of the tool's results.
-    pub(crate) async fn show_result(
-        &self,
-        store: &mut Store<CallState>,
-        name: &str,
-        args: &str,
-        value: &str,
-    ) -> GuestResult<Option<Presentation>> {
-        let Some(instance) = self.instantiate_for_view(store).await? else {
-            return Ok(None);
-        };
-        let Ok(plugin) = v0_2_show::ShowingPlugin::new(&mut *store, &instance) else {
-            return Ok(None);
-        };
-        let shown = plugin
-            .toolwarden_tool_show()
-            .call_show_result(&mut *store, name, args, value)
-            .await
-            .map_err(|e| (Phase::Call, e))?;
-        Ok(shown.map(|p| presentation!(v0_2_show, p)))
-    }
-
-    /// An instance of a 0.2.0 plugin, the only contract with views.
-    async fn instantiate_for_view(
-        &self,
-        store: &mut Store<CallState>,
-    ) -> GuestResult<Option<Instance>> {
-        let PluginPre::V0_2(pre) = self else {
-            return Ok(None);
-        };
-        pre.instance_pre()
-            .instantiate_async(&mut *store)
-            .await
-            .map(Some)
-            .map_err(|e| (Phase::Instantiate, e))
     }
 
     /// Starts the plugin and runs tool `name` on `args`.
@@ -445,10 +419,26 @@ impl PluginPre {
             PluginPre::V0_2(pre) => {
                 let plugin = pre.instantiate_async(&mut *store).await.map_err(start)?;
                 let parts = |output: v0_2::exports::toolwarden::tool::tool::ToolOutput| {
-                    let content = output.content.into_iter().map(block).collect();
+                    let content = output
+                        .content
+                        .into_iter()
+                        .map(|b| block!(v0_2, b))
+                        .collect();
                     (output.value, output.text, content)
                 };
                 invoke!(v0_2, plugin, &mut *store, name, args, cx, parts).map_err(call)
+            }
+            PluginPre::V0_3(pre) => {
+                let plugin = pre.instantiate_async(&mut *store).await.map_err(start)?;
+                let parts = |output: v0_3::exports::toolwarden::tool::tool::ToolOutput| {
+                    let content = output
+                        .content
+                        .into_iter()
+                        .map(|b| block!(v0_3, b))
+                        .collect();
+                    (output.value, output.text, content)
+                };
+                invoke!(v0_3, plugin, &mut *store, name, args, cx, parts).map_err(call)
             }
         }
     }

@@ -1,8 +1,9 @@
-//! Asking a compiled plugin what it serves: its `tools()` under the
-//! load-time budget, each spec checked against what a plugin may declare
-//! (`[limits]`) and turned into a [`ToolSpec`]. Never runs a tool.
+//! Asking a compiled plugin what it serves: its `tools()` (and
+//! `prompts()`) under the load-time budget, each spec checked against what a
+//! plugin may declare (`[limits]`) and turned into a [`ToolSpec`] (or a
+//! checked [`PromptSpec`]). Never runs a tool.
 
-use super::contract::{DeclaredNetwork, DeclaredSpec};
+use super::contract::{DeclaredNetwork, DeclaredSpec, Phase};
 use super::guest::{classify, new_store, race};
 use super::state::HostState;
 use super::{Engine, LoadedPlugin, PluginError};
@@ -11,6 +12,7 @@ use crate::capability::Grant;
 use crate::limits::Limits;
 use crate::origin::{OriginPattern, PatternError};
 use crate::outcome::{CallError, ErrorCode};
+use crate::prompt::{MAX_PROMPTS_PER_PLUGIN, PromptSpec};
 use crate::spec::{NetworkNeed, ToolSpec, is_valid_credential_name};
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,10 +22,14 @@ use std::time::Duration;
 const DESCRIBE_FUEL: u64 = 1_000_000_000;
 const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(2);
 
-pub(super) fn describe(
-    engine: &Engine,
-    plugin: &LoadedPlugin,
-) -> Result<Vec<ToolSpec>, PluginError> {
+/// What a plugin serves, checked.
+#[derive(Debug)]
+pub struct Described {
+    pub tools: Vec<ToolSpec>,
+    pub prompts: Vec<PromptSpec>,
+}
+
+pub(super) fn describe(engine: &Engine, plugin: &LoadedPlugin) -> Result<Described, PluginError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
@@ -51,11 +57,21 @@ pub(super) fn describe(
     .map_err(PluginError::Describe)?;
     let cancel = CancelToken::default();
     let _ticking = engine.ticker.running();
-    let specs = runtime.block_on(async {
-        let guest = std::pin::pin!(code.tools(&mut store));
+    let declared = runtime.block_on(async {
+        let guest = std::pin::pin!(async {
+            let (tools, instance) = code.describe(&mut store).await?;
+            let prompts = match instance {
+                Some(instance) => super::prompting::declared(&instance, &mut store)
+                    .await
+                    .map_err(|e| (Phase::Call, e))?,
+                None => Vec::new(),
+            };
+            Ok((tools, prompts))
+        });
         race(guest, stop_at, &cancel).await
     });
-    let specs = classify(specs, &store, &pipes, DESCRIBE_TIMEOUT).map_err(PluginError::Describe)?;
+    let (specs, prompts) =
+        classify(declared, &store, &pipes, DESCRIBE_TIMEOUT).map_err(PluginError::Describe)?;
     let limits = &engine.limits;
     if specs.len() > limits.max_tools_per_plugin {
         return Err(PluginError::TooManyTools {
@@ -64,10 +80,28 @@ pub(super) fn describe(
             key: "max_tools_per_plugin",
         });
     }
-    specs
+    if prompts.len() > MAX_PROMPTS_PER_PLUGIN {
+        return Err(PluginError::Prompt {
+            prompt: "*".into(),
+            problem: format!(
+                "declares {} prompts; a plugin may declare at most {MAX_PROMPTS_PER_PLUGIN}",
+                prompts.len()
+            ),
+        });
+    }
+    let tools = specs
         .into_iter()
         .map(|spec| convert_spec(spec, limits))
-        .collect()
+        .collect::<Result<_, _>>()?;
+    for prompt in &prompts {
+        prompt
+            .check(limits.max_description_bytes)
+            .map_err(|problem| PluginError::Prompt {
+                prompt: prompt.name.chars().take(64).collect(),
+                problem,
+            })?;
+    }
+    Ok(Described { tools, prompts })
 }
 
 /// Origins and credentials a plugin may declare per tool: far more than any

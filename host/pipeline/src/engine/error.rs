@@ -36,6 +36,9 @@ pub enum PluginError {
     #[error("tool `{tool}`: {problem}")]
     Spec { tool: String, problem: String },
 
+    #[error("prompt `{prompt}`: {problem}")]
+    Prompt { prompt: String, problem: String },
+
     #[error("declares {declared} tools; a plugin may declare at most {max} (`limits.{key}`)")]
     TooManyTools {
         declared: usize,
@@ -69,8 +72,8 @@ impl PluginError {
                     .into()
             }
             PluginError::WrongWorld(_) => {
-                "build against `wit/tool.wit` (world `plugin`, `toolwarden:tool@0.2.0`; \
-                 0.1.0 plugins load too); a plugin may import only `toolwarden:tool/host` and \
+                "build against `wit/tool.wit` (world `plugin`, `toolwarden:tool@0.3.0`; \
+                 0.2.0 and 0.1.0 plugins load too); a plugin may import only `toolwarden:tool/host` and \
                  WASI interfaces"
                     .into()
             }
@@ -81,6 +84,11 @@ impl PluginError {
             }
             PluginError::Spec { .. } => {
                 "fix the tool's spec; `wit/tool.wit` documents every field".into()
+            }
+            PluginError::Prompt { .. } => {
+                "fix the prompt's declaration; `interface prompts` in `wit/tool.wit` documents \
+                 every field"
+                    .into()
             }
             PluginError::TooManyTools { key, .. } => format!(
                 "split the plugin, or raise `{key}` in `[limits]` if the operator trusts it"
@@ -96,7 +104,7 @@ impl PluginError {
             }
             PluginError::UndeclaredNetwork { .. } => {
                 "declare the origins the tool reaches in its spec (`network` in \
-                 `toolwarden:tool@0.2.0`, `.network(&[...])` in the Rust SDK); a plugin that \
+                 `toolwarden:tool`, `.network(&[...])` in the Rust SDK); a plugin that \
                  reaches no network must not import `wasi:http`"
                     .into()
             }

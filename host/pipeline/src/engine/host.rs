@@ -2,11 +2,12 @@
 //! Every function is cheap and bounded; none can fail or block the host.
 //! Every contract version has the same interface; each version's `Host`
 //! trait is implemented by the one below. Also the `compose` import
-//! (0.2.0), which hands a child call to the controller's [`ChildCalls`]
-//! and waits for it; it decides nothing itself. And the `ask` import
-//! (0.2.0), which answers from the call's answers or stops the call.
+//! (0.2.0 and later), which hands a child call to the controller's
+//! [`ChildCalls`] and waits for it; it decides nothing itself. And the `ask`
+//! import (0.2.0 and later), which answers from the call's answers or stops
+//! the call.
 
-use super::bindings::{v0_1, v0_2, v0_2_ask};
+use super::bindings::{v0_1, v0_2, v0_2_ask, v0_3, v0_3_ask};
 use super::state::{CallState, HostState};
 use crate::call::{ChildCalls, LogLevel as Level, LogLine, Progress};
 use crate::presentation::cut_to;
@@ -99,72 +100,103 @@ macro_rules! host_interface {
 
 host_interface!(v0_1);
 host_interface!(v0_2);
+host_interface!(v0_3);
 
-impl v0_2::toolwarden::tool::compose::Host for CallState {
-    async fn call_tool(
-        &mut self,
-        name: String,
-        args_json: String,
-    ) -> Result<
-        v0_2::toolwarden::tool::compose::ChildOutput,
-        v0_2::toolwarden::tool::compose::ChildError,
-    > {
-        use v0_2::toolwarden::tool::compose::{ChildError, ChildOutput};
-        let Some(children) = self.host.children.clone() else {
-            return Err(ChildError {
-                call_id: String::new(),
-                code: crate::outcome::ErrorCode::NestingLimit.as_str().to_owned(),
-                message: "no tool can be called from here: only a call's own run may call \
-                          other tools, not `tools()` and not a preview"
-                    .into(),
-            });
-        };
-        match ChildCalls::call(&*children, name, args_json).await {
-            Ok(output) => Ok(ChildOutput {
-                call_id: output.call_id,
-                value: output.value,
-                text: output.text,
-            }),
-            Err(error) => Err(ChildError {
-                call_id: error.call_id,
-                code: error.code.to_owned(),
-                message: error.message,
-            }),
+macro_rules! compose_interface {
+    ($version:ident) => {
+        impl $version::toolwarden::tool::compose::Host for CallState {
+            async fn call_tool(
+                &mut self,
+                name: String,
+                args_json: String,
+            ) -> Result<
+                $version::toolwarden::tool::compose::ChildOutput,
+                $version::toolwarden::tool::compose::ChildError,
+            > {
+                use $version::toolwarden::tool::compose::{ChildError, ChildOutput};
+                let Some(children) = self.host.children.clone() else {
+                    return Err(ChildError {
+                        call_id: String::new(),
+                        code: crate::outcome::ErrorCode::NestingLimit.as_str().to_owned(),
+                        message: "no tool can be called from here: only a call's own run may \
+                                  call other tools, not `tools()`, a preview or a prompt"
+                            .into(),
+                    });
+                };
+                match ChildCalls::call(&*children, name, args_json).await {
+                    Ok(output) => Ok(ChildOutput {
+                        call_id: output.call_id,
+                        value: output.value,
+                        text: output.text,
+                    }),
+                    Err(error) => Err(ChildError {
+                        call_id: error.call_id,
+                        code: error.code.to_owned(),
+                        message: error.message,
+                    }),
+                }
+            }
         }
-    }
+    };
 }
 
-impl v0_2_ask::toolwarden::tool::ask::Host for CallState {
-    /// Answers from the call's answers, or stops the call (a trap the
-    /// sandbox reports as `INPUT_REQUIRED`) at the first question without
-    /// one that fits its form: the person is asked while no sandbox waits.
-    fn question(
-        &mut self,
-        key: String,
-        message: String,
-        form: String,
-    ) -> wasmtime::Result<v0_2_ask::toolwarden::tool::ask::Answer> {
-        let question = self.host.admit_questions(vec![(key, message, form)])?;
-        let mut answers = self.host.answer(question)?;
-        answers
-            .pop()
-            .ok_or_else(|| wasmtime::Error::msg("a question went unanswered"))
-    }
+compose_interface!(v0_2);
+compose_interface!(v0_3);
 
-    /// As `question`, for a batch: the call stops with every question of
-    /// it that has no fitting answer yet, so the person sees them together.
-    fn questions(
-        &mut self,
-        queries: Vec<v0_2_ask::toolwarden::tool::ask::Query>,
-    ) -> wasmtime::Result<Vec<v0_2_ask::toolwarden::tool::ask::Answer>> {
-        let asked = queries
-            .into_iter()
-            .map(|q| (q.key, q.message, q.form))
-            .collect();
-        let questions = self.host.admit_questions(asked)?;
-        self.host.answer(questions)
-    }
+macro_rules! ask_interface {
+    ($version:ident) => {
+        impl $version::toolwarden::tool::ask::Host for CallState {
+            /// Answers from the call's answers, or stops the call (a trap
+            /// the sandbox reports as `INPUT_REQUIRED`) at the first
+            /// question without one that fits its form: the person is asked
+            /// while no sandbox waits.
+            fn question(
+                &mut self,
+                key: String,
+                message: String,
+                form: String,
+            ) -> wasmtime::Result<$version::toolwarden::tool::ask::Answer> {
+                let question = self.host.admit_questions(vec![(key, message, form)])?;
+                let mut answers = self.host.answer(question)?;
+                answers
+                    .pop()
+                    .map(|answer| ask_interface!(@answer $version, answer))
+                    .ok_or_else(|| wasmtime::Error::msg("a question went unanswered"))
+            }
+
+            /// As `question`, for a batch: the call stops with every
+            /// question of it that has no fitting answer yet, so the person
+            /// sees them together.
+            fn questions(
+                &mut self,
+                queries: Vec<$version::toolwarden::tool::ask::Query>,
+            ) -> wasmtime::Result<Vec<$version::toolwarden::tool::ask::Answer>> {
+                let asked = queries
+                    .into_iter()
+                    .map(|q| (q.key, q.message, q.form))
+                    .collect();
+                let questions = self.host.admit_questions(asked)?;
+                Ok(self
+                    .host
+                    .answer(questions)?
+                    .into_iter()
+                    .map(|answer| ask_interface!(@answer $version, answer))
+                    .collect())
+            }
+        }
+    };
+    (@answer $version:ident, $answer:expr) => {{
+        use $version::toolwarden::tool::ask::Answer as Wit;
+        match $answer {
+            Answer::Accepted(content) => Wit::Accepted(content.to_string()),
+            Answer::Declined => Wit::Declined,
+            Answer::Cancelled => Wit::Cancelled,
+        }
+    }};
 }
+
+ask_interface!(v0_2_ask);
+ask_interface!(v0_3_ask);
 
 impl HostState {
     /// The questions a plugin asked, checked: a malformed one, a key twice
@@ -205,11 +237,7 @@ impl HostState {
 
     /// Each question's answer from the call's answers, in order; or, when
     /// any has none that fits its form, the call stopped at those.
-    fn answer(
-        &mut self,
-        questions: Vec<Question>,
-    ) -> wasmtime::Result<Vec<v0_2_ask::toolwarden::tool::ask::Answer>> {
-        use v0_2_ask::toolwarden::tool::ask::Answer as Wit;
+    fn answer(&mut self, questions: Vec<Question>) -> wasmtime::Result<Vec<Answer>> {
         let mut answers = Vec::with_capacity(questions.len());
         for question in questions {
             let answer = self
@@ -234,9 +262,7 @@ impl HostState {
                 answer: answer.clone(),
             });
             match answer {
-                Some(Answer::Accepted(content)) => answers.push(Wit::Accepted(content.to_string())),
-                Some(Answer::Declined) => answers.push(Wit::Declined),
-                Some(Answer::Cancelled) => answers.push(Wit::Cancelled),
+                Some(answer) => answers.push(answer),
                 None => self.stopped_at.push(question),
             }
         }

@@ -19,9 +19,11 @@ mod error;
 pub(crate) mod guest;
 mod host;
 mod links;
+mod prompting;
 mod root;
 mod setup;
 mod state;
+mod views;
 
 pub(crate) use contract::{CallContext, PluginPre};
 pub use contract::{Contract, RawOutput, ToolFailure};
@@ -32,7 +34,6 @@ pub(crate) use state::{CallState, HostState};
 use crate::egress::Egress;
 use crate::limits::Limits;
 use crate::provenance::Provenance;
-use crate::spec::ToolSpec;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -152,12 +153,19 @@ impl LoadedPlugin {
     }
 }
 
-/// The import through which a plugin calls other tools.
-pub const COMPOSE_IMPORT: &str = "toolwarden:tool/compose@0.2.0";
+/// The import through which a plugin calls other tools, in each contract
+/// version that has it.
+pub const COMPOSE_IMPORTS: [&str; 2] = [
+    "toolwarden:tool/compose@0.2.0",
+    "toolwarden:tool/compose@0.3.0",
+];
 /// The export through which a plugin previews its calls.
-pub const PRESENT_EXPORT: &str = "toolwarden:tool/present@0.2.0";
+pub const PRESENT_EXPORTS: [&str; 2] = [
+    "toolwarden:tool/present@0.2.0",
+    "toolwarden:tool/present@0.3.0",
+];
 /// The export through which a plugin shows its finished calls.
-pub const SHOW_EXPORT: &str = "toolwarden:tool/show@0.2.0";
+pub const SHOW_EXPORTS: [&str; 2] = ["toolwarden:tool/show@0.2.0", "toolwarden:tool/show@0.3.0"];
 
 impl fmt::Debug for LoadedPlugin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -216,6 +224,18 @@ impl Compiler {
         )
         .map_err(engine_error)?;
         bindings::v0_2_ask::toolwarden::tool::ask::add_to_linker::<_, HasSelf<_>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(engine_error)?;
+        bindings::v0_3::toolwarden::tool::host::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
+            .map_err(engine_error)?;
+        bindings::v0_3::toolwarden::tool::compose::add_to_linker::<_, HasSelf<_>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(engine_error)?;
+        bindings::v0_3_ask::toolwarden::tool::ask::add_to_linker::<_, HasSelf<_>>(
             &mut linker,
             |s| s,
         )
@@ -316,15 +336,17 @@ impl Engine {
             .imports(component.engine())
             .map(|(name, _)| name.to_owned())
             .collect();
-        let composes = imports.iter().any(|name| name == COMPOSE_IMPORT);
-        let exports = |wanted: &str| {
+        let composes = imports
+            .iter()
+            .any(|name| COMPOSE_IMPORTS.contains(&name.as_str()));
+        let exports = |wanted: &[&str]| {
             component
                 .component_type()
                 .exports(component.engine())
-                .any(|(name, _)| name == wanted)
+                .any(|(name, _)| wanted.contains(&name))
         };
-        let presents = exports(PRESENT_EXPORT);
-        let shows = exports(SHOW_EXPORT);
+        let presents = exports(&PRESENT_EXPORTS);
+        let shows = exports(&SHOW_EXPORTS);
         let linker = match &self.baseline {
             Some(baseline) if !optimized => baseline,
             _ => &**optimizing,
@@ -373,8 +395,12 @@ impl Engine {
         Ok((self.optimizing.compile(wasm, sha256)?, true))
     }
 
-    /// Calls a plugin's `tools()` under the load-time budget. Blocks.
-    pub fn describe(&self, plugin: &LoadedPlugin) -> Result<Vec<ToolSpec>, PluginError> {
+    /// Calls a plugin's `tools()` (and `prompts()`, when it offers them)
+    /// under the load-time budget. Blocks.
+    pub(crate) fn describe(
+        &self,
+        plugin: &LoadedPlugin,
+    ) -> Result<describe::Described, PluginError> {
         describe::describe(self, plugin)
     }
 

@@ -5,7 +5,8 @@
 //! turn: a decision among a thousand rules for other tools then checks only
 //! the few rules that name its tool (and those that name no tool). A rule
 //! left out here could only have missed on `tools`, so the decision is the
-//! same. Never decides anything itself.
+//! same. A rule about prompts can match no tool and is left out. Never
+//! decides anything itself.
 
 use super::Rule;
 use globset::{Glob, GlobSet, GlobSetBuilder};
@@ -26,6 +27,9 @@ impl ToolIndex {
         let mut owners = Vec::new();
         let mut unscoped = Vec::new();
         for (at, rule) in rules.iter().enumerate() {
+            if rule.is_about_prompts() {
+                continue;
+            }
             let Some(patterns) = rule.tool_patterns() else {
                 unscoped.push(at);
                 continue;

@@ -9,6 +9,7 @@
 //! never asks a person (that is the approval step's job).
 
 mod index;
+mod prompts;
 mod rule;
 mod section;
 
@@ -66,6 +67,24 @@ pub struct Decision {
     /// For `ask`: who must approve, as every matching `ask` rule wants it.
     #[serde(skip_serializing_if = "Approvers::is_default")]
     pub approvers: Approvers,
+}
+
+impl Decision {
+    /// The default's decision (deny) when no rule decided: `reason` says
+    /// why, and what to add to allow it.
+    pub(super) fn by_default(
+        matched: RuleNumbers,
+        depends_on_args: bool,
+        reason: String,
+    ) -> Decision {
+        Decision {
+            verdict: Verdict::Deny,
+            matched,
+            reason: Arc::from(reason),
+            depends_on_args,
+            approvers: Approvers::default(),
+        }
+    }
 }
 
 /// What one rule made of a call, once the dangerous-tool rule is applied.
@@ -304,31 +323,27 @@ impl Policy {
                     Approvers::default()
                 },
             },
-            None if dangerous => Decision {
-                verdict: Verdict::Deny,
+            None if dangerous => Decision::by_default(
                 matched,
-                reason: Arc::from(format!(
+                depends_on_args,
+                format!(
                     "`{name}` is a dangerous tool and no rule names it exactly, so it is denied; \
                      to let a person approve each call, add to toolwarden.toml (a glob is not \
                      enough):\n\n{}",
                     suggested_rule(&spec.name, "ask"),
                     name = spec.name
-                )),
-                depends_on_args,
-                approvers: Approvers::default(),
-            },
-            None => Decision {
-                verdict: Verdict::Deny,
+                ),
+            ),
+            None => Decision::by_default(
                 matched,
-                reason: Arc::from(format!(
+                depends_on_args,
+                format!(
                     "no policy rule matches `{name}`, and the default is deny; to allow it, add \
                      to toolwarden.toml:\n\n{}",
                     suggested_rule(&spec.name, "allow"),
                     name = spec.name
-                )),
-                depends_on_args,
-                approvers: Approvers::default(),
-            },
+                ),
+            ),
         };
         (decision, network)
     }

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 #[serde(deny_unknown_fields)]
 pub struct RuleSection {
     tools: Option<Vec<String>>,
+    prompts: Option<Vec<String>>,
     plugin: Option<Vec<String>>,
     risk: Option<Vec<Risk>>,
     effects: Option<Vec<Effect>>,
@@ -32,7 +33,7 @@ pub struct RuleSection {
 }
 
 impl RuleSection {
-    pub const KEYS: &str = "tools, plugin, risk, effects, filesystem, network, nested, parent, caller, when, decision, \
+    pub const KEYS: &str = "tools, prompts, plugin, risk, effects, filesystem, network, nested, parent, caller, when, decision, \
          approvers, self_approval, reason";
 
     /// The rule, which starts at `line` of the file.
@@ -56,6 +57,7 @@ impl RuleSection {
             parent: self.parent,
             line: Some(line),
             tools: self.tools,
+            prompts: self.prompts,
             plugin: self.plugin,
             risk: self.risk,
             effects: self.effects,

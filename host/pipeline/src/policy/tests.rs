@@ -816,3 +816,85 @@ fn who_approves_is_the_strictest_matching_ask_rules_and_part_of_the_fingerprint(
         "an approval asked under one quorum does not fit another"
     );
 }
+
+#[test]
+fn prompt_rules_decide_prompts_alone_by_name_plugin_and_caller() {
+    use crate::caller::{Caller as Identity, Proof};
+    let text = |t: &str| -> RuleDef {
+        let section: RuleSection = toml::from_str(t).unwrap();
+        section.resolve(1).unwrap()
+    };
+    let p = policy(vec![
+        rule(&["*"], Verdict::Allow),
+        text(
+            "prompts = [\"review_*\"]\nplugin = [\"review.wasm\"]\ndecision = \"allow\"\nreason = \"r\"",
+        ),
+        text("prompts = [\"review_secrets\"]\ndecision = \"deny\"\nreason = \"no\""),
+        text(
+            "prompts = [\"oncall_*\"]\ncaller = { subject = \"alice\" }\ndecision = \"allow\"\nreason = \"a\"",
+        ),
+    ]);
+    let decide = |prompt: &str, plugin: &str, who: Who<'_>| p.decide_prompt(prompt, plugin, who);
+    let anyone = Who::Known(None);
+    let allowed = decide("review_diff", "review.wasm", anyone);
+    assert_eq!(allowed.verdict, Verdict::Allow);
+    assert_eq!(
+        allowed.matched.as_slice(),
+        [2],
+        "the tools rule is not about prompts"
+    );
+    assert_eq!(
+        decide("review_diff", "other.wasm", anyone).verdict,
+        Verdict::Deny
+    );
+    assert_eq!(
+        decide("review_secrets", "review.wasm", anyone).verdict,
+        Verdict::Deny
+    );
+    let default = decide("summarize", "review.wasm", anyone);
+    assert!(default.matched.is_empty() && default.reason.contains("prompts = [\"summarize\"]"));
+    let alice = Identity {
+        subject: "alice".into(),
+        proof: Proof::SharedToken,
+        scopes: vec![],
+        claims: Default::default(),
+    };
+    assert_eq!(
+        decide("oncall_page", "x.wasm", Who::Known(Some(&alice))).verdict,
+        Verdict::Allow
+    );
+    assert_eq!(
+        decide("oncall_page", "x.wasm", anyone).verdict,
+        Verdict::Deny
+    );
+    let listing = decide("oncall_page", "x.wasm", Who::Unknown);
+    assert_eq!(
+        listing.verdict,
+        Verdict::Deny,
+        "a list never offers what may be refused"
+    );
+    assert!(listing.depends_on_args);
+    // And no prompt rule decides a call.
+    assert_eq!(
+        p.evaluate(&spec("review_diff"), "review.wasm", None)
+            .matched
+            .as_slice(),
+        [1]
+    );
+}
+
+#[test]
+fn a_prompt_rule_changes_the_fingerprint() {
+    let with = |prompts: &str| {
+        let section: RuleSection = toml::from_str(&format!(
+            "prompts = [\"{prompts}\"]\ndecision = \"allow\"\nreason = \"r\""
+        ))
+        .unwrap();
+        policy(vec![section.resolve(1).unwrap()]).fingerprint()
+    };
+    assert_ne!(with("a"), with("b"));
+    assert_ne!(
+        with("a"),
+        policy(vec![rule(&["*"], Verdict::Allow)]).fingerprint()
+    );
+}

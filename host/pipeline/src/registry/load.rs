@@ -122,8 +122,15 @@ pub(super) fn load_one(
     // Proven before it is compiled: compiling is itself exposure.
     let proven = prove(file, &bytes, &sha256, engine)?;
     let loaded = engine.load(&bytes, &sha256)?;
-    let specs = engine.describe(&loaded)?;
-    let plugin = Arc::new(Plugin::new(file, sha256, loaded, proven.signer));
+    let described = engine.describe(&loaded)?;
+    let specs = described.tools;
+    let plugin = Arc::new(Plugin::new(
+        file,
+        sha256,
+        loaded,
+        proven.signer,
+        described.prompts,
+    ));
     let mut tools = Vec::with_capacity(specs.len());
     let mut seen = std::collections::HashSet::new();
     for spec in specs {

@@ -1,9 +1,10 @@
 //! The tool registry: loads every `*.wasm` in the plugins directory, checks
 //! what each declares, and resolves a call's tool name to exactly one tool.
 //!
-//! Owns plugin identity (file, SHA-256) and the name -> tool map. A plugin
-//! that fails to load is reported and skipped; two plugins declaring the same
-//! name stop the host, since a name must never be ambiguous. It compiles and
+//! Owns plugin identity (file, SHA-256) and the name -> tool and name ->
+//! prompt maps. A plugin that fails to load is reported and skipped; two
+//! plugins declaring the same tool or prompt name stop the host, since a
+//! name must never be ambiguous. It compiles and
 //! describes components through the engine and never runs a tool itself.
 
 mod load;
@@ -15,6 +16,7 @@ use crate::engine::{Engine, LoadedPlugin, Origin};
 use crate::materialize::Arguments;
 use crate::outcome::{CallError, ErrorCode};
 use crate::profile::ToolSet;
+use crate::prompt::PromptSpec;
 use crate::schema::Schema;
 use crate::spec::ToolSpec;
 use std::collections::BTreeMap;
@@ -32,6 +34,8 @@ pub struct Plugin {
     name: String,
     /// The id of the trusted key that signed the file, if it is signed.
     signer: Option<String>,
+    /// The prompts it offers (contract 0.3.0), checked.
+    prompts: Vec<PromptSpec>,
 }
 
 impl Plugin {
@@ -40,12 +44,14 @@ impl Plugin {
         sha256: String,
         loaded: LoadedPlugin,
         signer: Option<String>,
+        prompts: Vec<PromptSpec>,
     ) -> Plugin {
         Plugin {
             file: file.to_owned(),
             sha256,
             loaded,
             signer,
+            prompts,
             name: file
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
@@ -71,6 +77,11 @@ impl Plugin {
     /// The id of the trusted minisign key that signed it, if it is signed.
     pub fn signer(&self) -> Option<&str> {
         self.signer.as_deref()
+    }
+
+    /// The prompts it offers.
+    pub fn prompts(&self) -> &[PromptSpec] {
+        &self.prompts
     }
 
     /// Whether its code was compiled now or loaded from the cache.
@@ -124,7 +135,25 @@ impl Tool {
     }
 }
 
-/// Every tool the host serves, by name.
+/// One prompt, ready to be rendered: its declaration and plugin.
+#[derive(Debug)]
+pub struct Prompt {
+    pub(crate) spec: PromptSpec,
+    pub(crate) plugin: Arc<Plugin>,
+}
+
+impl Prompt {
+    /// What the plugin declared for it.
+    pub fn spec(&self) -> &PromptSpec {
+        &self.spec
+    }
+
+    /// The plugin that serves it.
+    pub fn plugin(&self) -> &Arc<Plugin> {
+        &self.plugin
+    }
+}
+
 /// Why the plugins directory as a whole cannot be served. One plugin that
 /// does not load is a [`LoadFailure`] instead: the others still serve.
 #[derive(Debug, thiserror::Error)]
@@ -141,6 +170,13 @@ pub enum RegistryError {
         first: PathBuf,
         second: PathBuf,
     },
+
+    #[error("prompt `{prompt}` is declared by two plugins: `{}` and `{}`", first.display(), second.display())]
+    DuplicatePrompt {
+        prompt: String,
+        first: PathBuf,
+        second: PathBuf,
+    },
 }
 
 impl RegistryError {
@@ -149,6 +185,7 @@ impl RegistryError {
         match self {
             RegistryError::PluginsDir { .. } => "PLUGINS_DIR",
             RegistryError::DuplicateTool { .. } => "DUPLICATE_TOOL",
+            RegistryError::DuplicatePrompt { .. } => "DUPLICATE_PROMPT",
         }
     }
 
@@ -163,6 +200,10 @@ impl RegistryError {
                 "rename `{tool}` in one plugin or remove one of the files: a tool name must \
                  mean exactly one tool"
             ),
+            RegistryError::DuplicatePrompt { prompt, .. } => format!(
+                "rename `{prompt}` in one plugin or remove one of the files: a prompt name \
+                 must mean exactly one prompt"
+            ),
         }
     }
 }
@@ -170,6 +211,7 @@ impl RegistryError {
 #[derive(Debug, Default)]
 pub struct Registry {
     tools: BTreeMap<String, Arc<Tool>>,
+    prompts: BTreeMap<String, Arc<Prompt>>,
     plugins: Vec<Arc<Plugin>>,
     failures: Vec<LoadFailure>,
 }
@@ -244,12 +286,26 @@ impl Registry {
                 registry
                     .tools
                     .get(&t.spec.name)
-                    .map(|other| (t.spec.name.clone(), other.plugin.file.clone()))
+                    .map(|other| PluginError::Conflict {
+                        tool: t.spec.name.clone(),
+                        other: other.plugin.file.clone(),
+                    })
             });
-            match clash {
-                Some((tool, other)) => registry.failures.push(LoadFailure {
+            let prompt_clash = || {
+                plugin.prompts.iter().find_map(|p| {
+                    registry
+                        .prompts
+                        .get(&p.name)
+                        .map(|other| PluginError::Prompt {
+                            prompt: p.name.clone(),
+                            problem: format!("already served by `{}`", other.plugin.file.display()),
+                        })
+                })
+            };
+            match clash.or_else(prompt_clash) {
+                Some(error) => registry.failures.push(LoadFailure {
                     file: plugin.file.clone(),
-                    error: PluginError::Conflict { tool, other },
+                    error,
                 }),
                 None => registry.add(plugin, tools)?,
             }
@@ -258,12 +314,17 @@ impl Registry {
         Ok(registry)
     }
 
-    /// Identifies the served tools and their plugin versions, to tell
-    /// whether a reload changed anything a client can see.
+    /// Identifies the served tools and prompts and their plugin versions,
+    /// to tell whether a reload changed anything a client can see.
     pub fn fingerprint(&self) -> Vec<(String, String)> {
+        let prompts = self
+            .prompts
+            .values()
+            .map(|p| (format!("prompt {}", p.spec.name), p.plugin.sha256.clone()));
         self.tools
             .values()
             .map(|t| (t.spec.name.clone(), t.plugin.sha256.clone()))
+            .chain(prompts)
             .collect()
     }
 
@@ -286,8 +347,53 @@ impl Registry {
             }
             self.tools.insert(tool.spec.name.clone(), Arc::new(tool));
         }
+        for spec in &plugin.prompts {
+            if let Some(existing) = self.prompts.get(&spec.name) {
+                return Err(RegistryError::DuplicatePrompt {
+                    prompt: spec.name.clone(),
+                    first: existing.plugin.file.clone(),
+                    second: plugin.file.clone(),
+                });
+            }
+            let prompt = Prompt {
+                spec: spec.clone(),
+                plugin: Arc::clone(&plugin),
+            };
+            self.prompts.insert(spec.name.clone(), Arc::new(prompt));
+        }
         self.plugins.push(plugin);
         Ok(())
+    }
+
+    /// The prompts a session with prompt set `set` sees, in name order.
+    pub fn prompts_in<'a>(&'a self, set: &'a ToolSet<'_>) -> impl Iterator<Item = &'a Arc<Prompt>> {
+        self.prompts
+            .values()
+            .filter(|prompt| set.includes(&prompt.spec.name))
+    }
+
+    /// The prompt `name`, if a session with prompt set `set` may see it;
+    /// else what to tell the person.
+    pub fn prompt(&self, name: &str, set: &ToolSet<'_>) -> Result<&Arc<Prompt>, CallError> {
+        self.prompts
+            .get(name)
+            .filter(|_| set.includes(name))
+            .ok_or_else(|| {
+                let known: Vec<&str> = self.prompts_in(set).map(|p| p.spec.name.as_str()).collect();
+                CallError::new(
+                    ErrorCode::UnknownTool,
+                    format!(
+                        "no prompt named `{}`{}; available prompts: {}",
+                        crate::presentation::one_line(name),
+                        crate::suggest::did_you_mean(name, known.iter().copied()),
+                        if known.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            known.join(", ")
+                        }
+                    ),
+                )
+            })
     }
 
     /// Tools in name order.

@@ -45,7 +45,7 @@ fn mask_output(secrets: &Secrets, output: &mut RawOutput) {
 /// A block with its text, names and bytes masked. Bytes are masked where
 /// the secret stands in them as text; a block whose bytes no longer read
 /// as its kind after that is replaced by a text block that says why.
-fn mask_block(secrets: &Secrets, block: &mut Block) {
+pub(super) fn mask_block(secrets: &Secrets, block: &mut Block) {
     let Ok(shown) = serde_json::to_value(&*block) else {
         return;
     };

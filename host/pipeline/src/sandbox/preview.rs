@@ -1,30 +1,33 @@
-//! A plugin's views of a call: its preview, for a call the policy asks a
-//! person about, and its view of a finished call's result, for a person
-//! reading it back. Each runs in the same fresh store as a call, but built
-//! from a grant that cannot write (a preview may read the workspace when
-//! the tool needs a filesystem; a result view gets no filesystem at all,
-//! so it depends on the stored arguments and value alone), with no
-//! network and no child calls, under a deadline of at most
-//! [`PREVIEW_TIMEOUT`]. A view gets less than the call would, never more.
+//! What a plugin is asked besides a call: its preview, for a call the
+//! policy asks a person about; its view of a finished call's result, for a
+//! person reading it back; and its prompts, rendered or completed. Each
+//! runs in the same fresh store as a call, but built from a grant that
+//! cannot write (a preview may read the workspace when the tool needs a
+//! filesystem; a result view and a prompt get no filesystem at all, so they
+//! depend on what they are handed alone), with no network and no child
+//! calls, under a deadline of at most [`PREVIEW_TIMEOUT`]. An aside gets
+//! less than a call would, never more.
 
 use super::Sandbox;
 use super::teardown::{Teardown, release};
 use crate::call::{CallId, SessionId};
 use crate::capability::{FsAccess, Grant};
 use crate::engine::guest::{GUEST_WORKSPACE, Place, classify, new_store, race};
-use crate::engine::{CallContext, HostState};
+use crate::engine::{CallContext, HostState, ToolFailure};
 use crate::outcome::{CallError, ErrorCode};
 use crate::presentation::Presentation;
-use crate::registry::Tool;
+use crate::prompt::RenderedPrompt;
+use crate::registry::{Plugin, Prompt, Tool};
 use crate::spec::FsNeed;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The longest a view may take; the approval is asked (the call shown)
-/// without one after.
+/// The longest an aside may take; the approval is asked (the call shown)
+/// without a preview after it, a prompt fails.
 pub const PREVIEW_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Which view of a call to ask the plugin for.
+/// What to ask the plugin.
 enum Asked<'a> {
     /// How a call on these (canonical, validated) arguments would look.
     Preview {
@@ -34,6 +37,33 @@ enum Asked<'a> {
     /// How a finished call on these arguments that returned this value
     /// looks.
     Result { args: &'a str, value: &'a str },
+    /// A prompt rendered with these (checked) arguments.
+    Prompt {
+        arguments: &'a BTreeMap<String, String>,
+    },
+    /// Values for a prompt's argument.
+    Complete {
+        argument: &'a str,
+        value: &'a str,
+        context: &'a BTreeMap<String, String>,
+    },
+}
+
+/// What the plugin answered, by what was asked.
+enum Answered {
+    View(Option<Presentation>),
+    Prompt(Result<RenderedPrompt, ToolFailure>),
+    Completions(Vec<String>),
+}
+
+/// Who is asked, and with what.
+struct Aside<'a> {
+    plugin: &'a Arc<Plugin>,
+    /// The tool or prompt asked about: the name its log lines carry and
+    /// the plugin is asked with.
+    name: &'a Arc<str>,
+    fs: FsAccess,
+    timeout: Duration,
 }
 
 impl Sandbox {
@@ -46,8 +76,21 @@ impl Sandbox {
         call_id: &CallId,
         session: &SessionId,
     ) -> Result<Option<Presentation>, CallError> {
-        self.view(tool, call_id, Asked::Preview { args, session })
-            .await
+        let fs = match tool.spec.filesystem {
+            FsNeed::None => FsAccess::None,
+            FsNeed::ReadOnly | FsNeed::WorkspaceWrite => FsAccess::ReadOnly,
+        };
+        match self
+            .aside(
+                self.of_tool(tool, fs),
+                call_id,
+                Asked::Preview { args, session },
+            )
+            .await?
+        {
+            Answered::View(view) => Ok(view),
+            _ => Err(mismatch()),
+        }
     }
 
     /// Asks `tool`'s plugin how the finished call `call_id` on `args` that
@@ -60,39 +103,103 @@ impl Sandbox {
         value: &str,
         call_id: &CallId,
     ) -> Result<Option<Presentation>, CallError> {
-        self.view(tool, call_id, Asked::Result { args, value })
-            .await
+        let aside = self.of_tool(tool, FsAccess::None);
+        match self
+            .aside(aside, call_id, Asked::Result { args, value })
+            .await?
+        {
+            Answered::View(view) => Ok(view),
+            _ => Err(mismatch()),
+        }
     }
 
-    async fn view(
+    /// Asks `prompt`'s plugin to render it with `arguments` (already
+    /// checked against its declaration).
+    pub async fn get_prompt(
         &self,
-        tool: &Tool,
+        prompt: &Prompt,
+        name: &Arc<str>,
+        arguments: &BTreeMap<String, String>,
+        call_id: &CallId,
+    ) -> Result<Result<RenderedPrompt, ToolFailure>, CallError> {
+        match self
+            .aside(
+                self.of_prompt(prompt, name),
+                call_id,
+                Asked::Prompt { arguments },
+            )
+            .await?
+        {
+            Answered::Prompt(rendered) => Ok(rendered),
+            _ => Err(mismatch()),
+        }
+    }
+
+    /// Asks `prompt`'s plugin for values of its argument `argument`.
+    pub async fn complete_prompt(
+        &self,
+        prompt: &Prompt,
+        name: &Arc<str>,
+        (argument, value): (&str, &str),
+        context: &BTreeMap<String, String>,
+        call_id: &CallId,
+    ) -> Result<Vec<String>, CallError> {
+        let asked = Asked::Complete {
+            argument,
+            value,
+            context,
+        };
+        match self
+            .aside(self.of_prompt(prompt, name), call_id, asked)
+            .await?
+        {
+            Answered::Completions(values) => Ok(values),
+            _ => Err(mismatch()),
+        }
+    }
+
+    fn of_tool<'a>(&self, tool: &'a Tool, fs: FsAccess) -> Aside<'a> {
+        Aside {
+            plugin: &tool.plugin,
+            name: &tool.name,
+            fs,
+            timeout: self
+                .engine
+                .limits()
+                .timeout_for(tool.spec.timeout_ms)
+                .min(PREVIEW_TIMEOUT),
+        }
+    }
+
+    fn of_prompt<'a>(&self, prompt: &'a Prompt, name: &'a Arc<str>) -> Aside<'a> {
+        Aside {
+            plugin: &prompt.plugin,
+            name,
+            fs: FsAccess::None,
+            timeout: self.engine.limits().timeout_for(None).min(PREVIEW_TIMEOUT),
+        }
+    }
+
+    async fn aside(
+        &self,
+        aside: Aside<'_>,
         call_id: &CallId,
         asked: Asked<'_>,
-    ) -> Result<Option<Presentation>, CallError> {
+    ) -> Result<Answered, CallError> {
         let engine = &self.engine;
-        let fs = match (&asked, tool.spec.filesystem) {
-            (Asked::Result { .. }, _) | (_, FsNeed::None) => FsAccess::None,
-            (Asked::Preview { .. }, FsNeed::ReadOnly | FsNeed::WorkspaceWrite) => {
-                FsAccess::ReadOnly
-            }
-        };
         let grant = Grant {
-            fs,
+            fs: aside.fs,
             ..Grant::default()
         };
-        let timeout = engine
-            .limits()
-            .timeout_for(tool.spec.timeout_ms)
-            .min(PREVIEW_TIMEOUT);
-        let pre = super::run::code_of(&tool.plugin, &Default::default()).await?;
+        let timeout = aside.timeout;
+        let pre = super::run::code_of(aside.plugin, &Default::default()).await?;
         let Ok(slot) = Arc::clone(&self.slots).try_acquire_owned() else {
             return Err(CallError::new(
                 ErrorCode::HostError,
                 "no sandbox was free to ask the plugin",
             ));
         };
-        let host = HostState::new(Arc::clone(&tool.name), call_id.shared(), Default::default());
+        let host = HostState::new(Arc::clone(aside.name), call_id.shared(), Default::default());
         let stop_at = tokio::time::Instant::now() + timeout;
         let (mut store, pipes) = new_store(
             engine,
@@ -103,7 +210,8 @@ impl Sandbox {
             engine.limits().fuel,
             stop_at,
         )?;
-        let name = &tool.spec.name;
+        let name = &**aside.name;
+        let never = Default::default();
         let outcome = {
             let _ticking = engine.ticking();
             match asked {
@@ -114,30 +222,75 @@ impl Sandbox {
                         workspace: (grant.fs != FsAccess::None).then(|| GUEST_WORKSPACE.to_owned()),
                     };
                     let guest = std::pin::pin!(pre.preview(&mut store, name, args, context));
-                    race(guest, stop_at, &Default::default()).await
+                    race(guest, stop_at, &never)
+                        .await
+                        .map(|r| r.map(Answered::View))
                 }
                 Asked::Result { args, value } => {
                     let guest = std::pin::pin!(pre.show_result(&mut store, name, args, value));
-                    race(guest, stop_at, &Default::default()).await
+                    race(guest, stop_at, &never)
+                        .await
+                        .map(|r| r.map(Answered::View))
+                }
+                Asked::Prompt { arguments } => {
+                    let guest = std::pin::pin!(pre.get_prompt(&mut store, name, arguments));
+                    race(guest, stop_at, &never)
+                        .await
+                        .map(|r| r.map(Answered::Prompt))
+                }
+                Asked::Complete {
+                    argument,
+                    value,
+                    context,
+                } => {
+                    let guest =
+                        std::pin::pin!(pre.complete(&mut store, name, argument, value, context));
+                    race(guest, stop_at, &never)
+                        .await
+                        .map(|r| r.map(Answered::Completions))
                 }
             }
         };
         let mut result = classify(outcome, &store, &pipes, timeout);
         release(Teardown::new(store, slot));
         if let Some(secrets) = engine.secrets() {
-            match &mut result {
-                Ok(Some(view)) => {
-                    for text in [&mut view.title, &mut view.body] {
-                        secrets.mask_string(text);
-                    }
-                    if let Some(path) = &mut view.path {
-                        secrets.mask_string(path);
-                    }
-                }
-                Ok(None) => {}
-                Err(error) => secrets.mask_string(&mut error.message),
-            }
+            mask(secrets, &mut result);
         }
         result
     }
+}
+
+/// Masks the credentials' secrets in whatever the plugin answered.
+fn mask(secrets: &crate::egress::Secrets, result: &mut Result<Answered, CallError>) {
+    let texts: Vec<&mut String> = match result {
+        Ok(Answered::View(Some(view))) => {
+            let mut texts = vec![&mut view.title, &mut view.body];
+            texts.extend(view.path.as_mut());
+            texts
+        }
+        Ok(Answered::View(None)) => Vec::new(),
+        Ok(Answered::Prompt(Ok(rendered))) => {
+            for message in &mut rendered.messages {
+                super::mask::mask_block(secrets, &mut message.content);
+            }
+            rendered.description.as_mut().into_iter().collect()
+        }
+        Ok(Answered::Prompt(Err(
+            ToolFailure::InvalidArgs(m) | ToolFailure::NotFound(m) | ToolFailure::Failed(m),
+        ))) => vec![m],
+        Ok(Answered::Completions(values)) => values.iter_mut().collect(),
+        Err(error) => vec![&mut error.message],
+    };
+    for text in texts {
+        secrets.mask_string(text);
+    }
+}
+
+/// An answer of another kind than asked: the match above makes it
+/// impossible, and it is still an error, never a panic.
+fn mismatch() -> CallError {
+    CallError::new(
+        ErrorCode::HostError,
+        "the plugin's answer was not of the kind asked",
+    )
 }

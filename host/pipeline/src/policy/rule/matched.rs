@@ -19,6 +19,8 @@ pub enum RuleMatch {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Miss {
     Tools,
+    /// The rule decides prompts, not tool calls.
+    Prompts,
     Plugin,
     Risk,
     Effect(Effect),

@@ -10,6 +10,11 @@
 //! claim `[auth] claims` names) and `when` (argument values by JSON
 //! pointer). An `ask` rule may also say who must approve: `approvers`
 //! (distinct people) and `self_approval` (whether the caller may).
+//!
+//! A rule with `prompts` (name globs) decides which prompts a session may
+//! get instead, and never a tool call: beside it only `plugin` and `caller`
+//! make sense, and it allows or denies (a prompt is fetched by a person in
+//! their client, so there is nobody else to ask).
 
 use super::PolicyError;
 use crate::canonical_url::{CanonicalUrl, UrlPattern};
@@ -87,6 +92,8 @@ pub enum Caller<'a> {
 pub struct RuleDef {
     pub line: Option<usize>,
     pub tools: Option<Vec<String>>,
+    /// Makes the rule one about prompts (`prompts/get`), by name globs.
+    pub prompts: Option<Vec<String>>,
     pub plugin: Option<Vec<String>>,
     pub risk: Option<Vec<Risk>>,
     pub effects: Option<Vec<Effect>>,
@@ -115,6 +122,7 @@ pub struct Rule {
     /// Shared with every decision it makes.
     description: Arc<str>,
     tools: Option<GlobSet>,
+    prompts: Option<GlobSet>,
     plugin: Option<GlobSet>,
     parent: Option<GlobSet>,
     caller: CallerMatcher,
@@ -122,6 +130,38 @@ pub struct Rule {
     /// The `when` entries (by position) whose pattern is about URLs: what
     /// a deny or ask rule binds to every request of a call.
     url_entries: Vec<(usize, UrlPattern)>,
+}
+
+/// What a rule about prompts may not say: the matchers about tool calls,
+/// and `ask`.
+fn check_prompt_rule(def: &RuleDef) -> Result<(), (String, &'static str)> {
+    let about_calls = [
+        ("tools", def.tools.is_some()),
+        ("risk", def.risk.is_some()),
+        ("effects", def.effects.is_some()),
+        ("filesystem", def.filesystem.is_some()),
+        ("network", def.network.is_some()),
+        ("nested", def.nested.is_some()),
+        ("parent", def.parent.is_some()),
+        ("when", !def.when.is_empty()),
+    ];
+    if let Some((key, _)) = about_calls.iter().find(|(_, set)| *set) {
+        return Err((
+            format!(
+                "a rule with `prompts` decides prompts, so `{key}` (about tool calls) has no place in it"
+            ),
+            "write a separate rule for the tools; beside `prompts` a rule may say `plugin` and `caller`",
+        ));
+    }
+    if def.verdict == Verdict::Ask {
+        return Err((
+            "a rule with `prompts` cannot `ask`: a person fetches a prompt in their own client, so \
+             there is nobody else to ask"
+                .into(),
+            "decide `allow` or `deny`",
+        ));
+    }
+    Ok(())
 }
 
 pub(super) type ErrorFn<'a> = dyn Fn(String, &str) -> PolicyError + 'a;
@@ -187,10 +227,18 @@ impl Rule {
         def.approvers
             .check(def.verdict)
             .map_err(|(message, hint)| error(message, hint))?;
+        if def.prompts.is_some() {
+            check_prompt_rule(&def).map_err(|(message, hint)| error(message, hint))?;
+        }
         let tools = def
             .tools
             .as_deref()
             .map(|t| globs(t, "tools", &error))
+            .transpose()?;
+        let prompts = def
+            .prompts
+            .as_deref()
+            .map(|p| globs(p, "prompts", &error))
             .transpose()?;
         let plugin = def
             .plugin
@@ -236,6 +284,7 @@ impl Rule {
             def,
             description,
             tools,
+            prompts,
             plugin,
             parent,
             caller,
@@ -255,6 +304,28 @@ impl Rule {
     /// The `tools` globs as written; none when the rule names no tool.
     pub(super) fn tool_patterns(&self) -> Option<&[String]> {
         self.def.tools.as_deref()
+    }
+
+    /// Whether the rule decides prompts rather than tool calls.
+    pub(super) fn is_about_prompts(&self) -> bool {
+        self.prompts.is_some()
+    }
+
+    /// Whether the rule matches on who the caller is.
+    pub(super) fn has_caller(&self) -> bool {
+        self.def.caller.is_some()
+    }
+
+    /// Whether the rule applies to prompt `prompt` of the plugin file
+    /// `plugin` requested by `who`; false for a rule about tool calls.
+    pub(super) fn matches_prompt(&self, prompt: &str, plugin: &str, who: Who<'_>) -> bool {
+        self.prompts.as_ref().is_some_and(|p| p.is_match(prompt))
+            && self.plugin.as_ref().is_none_or(|p| p.is_match(plugin))
+            && match self.caller.check(who) {
+                None => true,
+                Some(RuleMatch::NeedsArgs) => true,
+                Some(_) => false,
+            }
     }
 
     pub fn verdict(&self) -> Verdict {
@@ -282,6 +353,9 @@ impl Rule {
         network: &Network,
         (caller, who): (Caller<'_>, Who<'_>),
     ) -> Option<RuleMatch> {
+        if self.prompts.is_some() {
+            return Some(RuleMatch::Missed(Miss::Prompts));
+        }
         if let Some(tools) = &self.tools
             && !tools.is_match(&spec.name)
         {

@@ -46,6 +46,7 @@ impl Rule {
     ) -> String {
         match miss {
             Miss::Tools => format!("`tools` does not match `{}`", spec.name),
+            Miss::Prompts => "it decides prompts (`prompts`), not tool calls".into(),
             Miss::Plugin => format!("`plugin` does not match `{plugin}`"),
             Miss::Risk => format!(
                 "`risk` is not {}",
@@ -112,6 +113,7 @@ impl Rule {
     pub(in crate::policy) fn same_matchers(&self, other: &Rule) -> bool {
         let (a, b) = (&self.def, &other.def);
         sorted(&a.tools) == sorted(&b.tools)
+            && sorted(&a.prompts) == sorted(&b.prompts)
             && sorted(&a.plugin) == sorted(&b.plugin)
             && sorted(&a.risk) == sorted(&b.risk)
             && sorted(&a.effects) == sorted(&b.effects)
@@ -161,6 +163,9 @@ impl Rule {
             }
             if let Some(caller) = callers(&d.caller) {
                 object.insert("caller".into(), serde_json::json!(caller));
+            }
+            if let Some(prompts) = sorted(&d.prompts) {
+                object.insert("prompts".into(), serde_json::json!(prompts));
             }
             if !d.approvers.is_default() {
                 object.insert("approvers".into(), serde_json::json!(d.approvers));

@@ -1,0 +1,247 @@
+//! Prompts (contract 0.3.0), governed like calls: the one place that
+//! orders their steps. A request resolves to a prompt the session's
+//! profile offers, its arguments are checked against the declaration, the
+//! policy's prompt rules decide (default deny), and only then is the plugin
+//! asked, in a sandbox that cannot write, reach the network or call tools;
+//! what it renders is masked and held to the output limit. Every
+//! `prompts/get` is in the audit log under the name `prompt:NAME`: the
+//! request (arguments redacted like a call's), the decision and how it
+//! ended. A completion is decided the same way and is not recorded (it
+//! renders nothing and a client asks one per keystroke).
+
+use super::Controller;
+use super::trail::Trail;
+use crate::audit::Event;
+use crate::call::{CallId, CallRequest, RawArgs, SessionId};
+use crate::materialize::Arguments;
+use crate::outcome::{CallError, ErrorCode, Status};
+use crate::policy::{Decision, Verdict, Who};
+use crate::prompt::{MAX_COMPLETIONS, RenderedPrompt};
+use crate::registry::Prompt;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The prefix a prompt's records carry in the audit log's tool column: no
+/// tool name has a `:`, so a prompt's records never pass for a call's.
+pub const PROMPT_RECORD_PREFIX: &str = "prompt:";
+
+/// A request for a prompt (MCP `prompts/get`, or `completion/complete`
+/// with the arguments filled in so far).
+#[derive(Clone, Debug)]
+pub struct PromptRequest {
+    pub name: String,
+    pub arguments: BTreeMap<String, String>,
+    pub session: SessionId,
+    /// The profile the session declared; none: every prompt.
+    pub profile: Option<Arc<str>>,
+    /// Who asks, as their channel proved it.
+    pub caller: Option<Arc<crate::caller::Caller>>,
+}
+
+impl PromptRequest {
+    pub fn new(name: impl Into<String>) -> PromptRequest {
+        PromptRequest {
+            name: name.into(),
+            arguments: BTreeMap::new(),
+            session: SessionId::new(),
+            profile: None,
+            caller: None,
+        }
+    }
+}
+
+impl Controller {
+    /// The prompts a session with `profile`, asked for by `caller`, is
+    /// shown, each through `show`: those of its profile the policy lets it
+    /// get.
+    pub fn offered_prompts<R>(
+        &self,
+        profile: Option<&str>,
+        caller: Option<&crate::caller::Caller>,
+        mut show: impl FnMut(&Prompt) -> R,
+    ) -> Vec<R> {
+        let set = self.config.prompt_set(profile);
+        self.registry()
+            .prompts_in(&set)
+            .filter(|prompt| {
+                self.prompt_decision(prompt, Who::Known(caller)).verdict == Verdict::Allow
+            })
+            .map(|prompt| show(prompt))
+            .collect()
+    }
+
+    fn prompt_decision(&self, prompt: &Prompt, who: Who<'_>) -> Decision {
+        self.config
+            .policy
+            .decide_prompt(&prompt.spec.name, prompt.plugin.file_name(), who)
+    }
+
+    /// The prompt a request names, if its session may have it.
+    fn admitted_prompt(
+        &self,
+        request: &PromptRequest,
+    ) -> Result<(Arc<Prompt>, Decision), CallError> {
+        if let Some(caller) = request.caller.as_deref() {
+            self.owners.check(&request.session, caller)?;
+        }
+        let set = self.config.prompt_set(request.profile.as_deref());
+        let prompt = Arc::clone(self.registry().prompt(&request.name, &set)?);
+        let decision = self.prompt_decision(&prompt, Who::Known(request.caller.as_deref()));
+        Ok((prompt, decision))
+    }
+
+    /// Renders a prompt, governed and recorded.
+    pub async fn get_prompt(&self, request: PromptRequest) -> Result<RenderedPrompt, CallError> {
+        let started = Instant::now();
+        let arguments: serde_json::Map<String, serde_json::Value> = request
+            .arguments
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+            .collect();
+        let mut recorded = CallRequest::new(
+            format!("{PROMPT_RECORD_PREFIX}{}", request.name),
+            RawArgs::from(arguments),
+        )
+        .in_session(request.session.clone());
+        recorded.profile = request.profile.clone();
+        recorded.caller = request.caller.clone();
+        let mut trail = Trail::new(&recorded);
+        let outcome = self.render(&request, &recorded, &mut trail).await;
+        let (status, error, bytes, blocks) = match &outcome {
+            Ok(rendered) => (
+                Status::Ok,
+                None,
+                rendered.size(),
+                rendered
+                    .messages
+                    .iter()
+                    .map(|m| m.content.clone())
+                    .collect(),
+            ),
+            Err(error) => (error.code.status(), Some(error), 0, Vec::new()),
+        };
+        let duration_us = started.elapsed().as_micros() as u64;
+        trail.close(status, error, duration_us, bytes, None, &blocks);
+        let events = std::mem::take(&mut trail.events);
+        if let Err(e) = self
+            .records
+            .audit_log()
+            .record(&trail.subject, events, None)
+        {
+            tracing::error!(
+                call = &*trail.subject.call_id,
+                "the audit trail of a prompt could not be written: {e}"
+            );
+        }
+        outcome
+    }
+
+    async fn render(
+        &self,
+        request: &PromptRequest,
+        recorded: &CallRequest,
+        trail: &mut Trail,
+    ) -> Result<RenderedPrompt, CallError> {
+        let args = Arguments::from_raw(&recorded.args)?;
+        trail.events.push(Event::Call {
+            args: args.shared_value(),
+            args_digest: args.shared_digest(),
+            profile: request.profile.clone(),
+            turn: None,
+            parent: None,
+            root: None,
+            caller: request.caller.clone(),
+        });
+        let (prompt, decision) = self.admitted_prompt(request)?;
+        prompt
+            .spec
+            .admit(&request.arguments)
+            .map_err(|m| CallError::new(ErrorCode::InvalidArgs, m))?;
+        trail.events.push(Event::policy(&decision));
+        if decision.verdict != Verdict::Allow {
+            return Err(CallError::new(
+                ErrorCode::PolicyDenied,
+                decision.reason.to_string(),
+            ));
+        }
+        trail.commit(&self.records, "the prompt was not rendered")?;
+        trail.ran = true;
+        trail.ran_on = Some(crate::audit::RanOn(Arc::clone(&prompt.plugin)));
+        let name: Arc<str> = Arc::from(prompt.spec.name.as_str());
+        let rendered = self
+            .sandbox
+            .get_prompt(&prompt, &name, &request.arguments, &recorded.call_id)
+            .await?
+            .map_err(crate::engine::ToolFailure::into_error)?;
+        check_rendered(&rendered, self.config.limits.max_output_bytes)?;
+        Ok(rendered)
+    }
+
+    /// Values for argument `argument` of the prompt `request` names, given
+    /// `value` so far: at most [`MAX_COMPLETIONS`], none for a prompt the
+    /// session may not get or an argument it does not take.
+    pub async fn complete_prompt(
+        &self,
+        request: PromptRequest,
+        argument: &str,
+        value: &str,
+    ) -> Result<Vec<String>, CallError> {
+        let (prompt, decision) = self.admitted_prompt(&request)?;
+        if decision.verdict != Verdict::Allow
+            || !prompt.spec.arguments.iter().any(|a| a.name == argument)
+        {
+            return Ok(Vec::new());
+        }
+        let name: Arc<str> = Arc::from(prompt.spec.name.as_str());
+        let mut values = self
+            .sandbox
+            .complete_prompt(
+                &prompt,
+                &name,
+                (argument, value),
+                &request.arguments,
+                &CallId::new(),
+            )
+            .await?;
+        values.truncate(MAX_COMPLETIONS);
+        let max = self.config.limits.max_output_bytes;
+        if values.iter().map(String::len).sum::<usize>() > max {
+            return Err(too_large("completion values", max));
+        }
+        Ok(values)
+    }
+}
+
+fn too_large(what: &str, max: usize) -> CallError {
+    CallError::new(
+        ErrorCode::OutputTooLarge,
+        format!("the plugin returned {what} over the {max}-byte limit (`limits.max_output_kb`)"),
+    )
+}
+
+/// A rendered prompt as it may be passed on: within the output limit, at
+/// least one message, every block one a client can read.
+fn check_rendered(rendered: &RenderedPrompt, max_bytes: usize) -> Result<(), CallError> {
+    if rendered.size() > max_bytes {
+        return Err(too_large("a prompt", max_bytes));
+    }
+    if rendered.messages.is_empty() {
+        return Err(CallError::new(
+            ErrorCode::InvalidToolOutput,
+            "the plugin rendered the prompt with no message; this is a defect in the plugin",
+        ));
+    }
+    if let Some((at, problem)) = rendered
+        .messages
+        .iter()
+        .enumerate()
+        .find_map(|(i, m)| m.content.problem().map(|p| (i, p)))
+    {
+        return Err(CallError::new(
+            ErrorCode::InvalidToolOutput,
+            format!("message {at} cannot be passed on: {problem}; this is a defect in the plugin"),
+        ));
+    }
+    Ok(())
+}
