@@ -377,3 +377,34 @@ pub fn outcome_of(host: &Controller, call_id: &str) -> Record {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The audit records under the tool column `tool` (a prompt's or a
+/// resource's, `prompt:NAME`, `resource:URI`), once one of `kind` is among
+/// them (the writer commits after the answer).
+pub fn records_until(host: &Controller, tool: &str, kind: &str) -> Vec<Record> {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let found = host
+            .records()
+            .audit(&AuditFilter {
+                tool: Some(tool.to_owned()),
+                ..AuditFilter::default()
+            })
+            .unwrap();
+        if found.iter().any(|r| r.kind == kind) {
+            return found;
+        }
+        assert!(
+            Instant::now() < until,
+            "no `{kind}` record for {tool}: {found:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A started host with `plugins` and `config`, and its directories.
+pub fn started(plugins: &[&str], config: &str) -> (TestHost, Arc<Controller>) {
+    let t = TestHost::new(plugins).config(config);
+    let host = t.controller();
+    (t, host)
+}

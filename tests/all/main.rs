@@ -35,6 +35,7 @@ mod prompts;
 mod questions;
 mod rate_limits;
 mod registry;
+mod resources;
 mod retention;
 mod retry;
 mod sandbox;

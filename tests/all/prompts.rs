@@ -5,25 +5,19 @@
 //! `prompts/get` in the audit log. Real plugins: the conformance fixture
 //! and `prompt_probe`.
 
-use crate::harness::{TestHost, runtime};
+use crate::harness::{TestHost, records_until, runtime, started};
 use std::time::{Duration, Instant};
-use toolwarden::{AuditFilter, Block, Controller, ErrorCode, PromptRequest, Record};
+use toolwarden::{Block, Controller, ErrorCode, OfferRequest};
 use toolwarden_tests::{CONFORMANCE, PROMPT_PROBE};
 
 const ALLOW_PROMPTS: &str = "[[rule]]\nprompts = [\"*\"]\ndecision = \"allow\"\nreason = \"the tests' prompts are harmless\"\n";
-
-fn host(plugins: &[&str], config: &str) -> (TestHost, std::sync::Arc<Controller>) {
-    let t = TestHost::new(plugins).config(config);
-    let host = t.controller();
-    (t, host)
-}
 
 fn get(
     host: &Controller,
     name: &str,
     args: &[(&str, &str)],
 ) -> Result<toolwarden::prompt::RenderedPrompt, toolwarden::CallError> {
-    let mut request = PromptRequest::new(name);
+    let mut request = OfferRequest::new(name);
     request.arguments = args
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
@@ -38,31 +32,9 @@ fn text_of(block: &Block) -> &str {
     }
 }
 
-/// The audit records of prompt `name`'s requests, once `kind` is among them.
-fn records(host: &Controller, name: &str, kind: &str) -> Vec<Record> {
-    let until = Instant::now() + Duration::from_secs(10);
-    loop {
-        let found = host
-            .records()
-            .audit(&AuditFilter {
-                tool: Some(format!("prompt:{name}")),
-                ..AuditFilter::default()
-            })
-            .unwrap();
-        if found.iter().any(|r| r.kind == kind) {
-            return found;
-        }
-        assert!(
-            Instant::now() < until,
-            "no `{kind}` record for prompt {name}: {found:#?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn a_plugin_built_against_0_3_0_offers_its_prompts() {
-    let (_t, host) = host(&[CONFORMANCE], ALLOW_PROMPTS);
+    let (_t, host) = started(&[CONFORMANCE], ALLOW_PROMPTS);
     let registry = host.registry();
     let plugin = &registry.plugins()[0];
     assert_eq!(plugin.contract(), toolwarden::Contract::V0_3);
@@ -92,7 +64,7 @@ fn a_plugin_built_against_0_3_0_offers_its_prompts() {
 #[test]
 fn a_prompt_is_denied_unless_a_rule_allows_it_and_every_request_is_recorded() {
     // Tools allowed, prompts not: the default holds for prompts.
-    let (_t, host) = host(&[CONFORMANCE], crate::harness::ALLOW_ALL);
+    let (_t, host) = started(&[CONFORMANCE], crate::harness::ALLOW_ALL);
     assert!(
         host.offered_prompts(None, None, |p| p.spec().name.clone())
             .is_empty()
@@ -105,7 +77,7 @@ fn a_prompt_is_denied_unless_a_rule_allows_it_and_every_request_is_recorded() {
             .contains("prompts = [\"test_simple_prompt\"]"),
         "{denied:?}"
     );
-    let trail = records(&host, "test_simple_prompt", "refused");
+    let trail = records_until(&host, "prompt:test_simple_prompt", "refused");
     let kinds: Vec<&str> = trail.iter().map(|r| r.kind.as_str()).collect();
     assert_eq!(kinds, ["call", "policy", "refused"], "{trail:#?}");
     assert_eq!(trail[1].data["verdict"], "deny");
@@ -113,7 +85,7 @@ fn a_prompt_is_denied_unless_a_rule_allows_it_and_every_request_is_recorded() {
     // One prompt allowed, another denied by name: the deny wins where both match.
     let config = "[[rule]]\nprompts = [\"test_*\"]\ndecision = \"allow\"\nreason = \"test prompts\"\n\
                   [[rule]]\nprompts = [\"test_prompt_with_image\"]\ndecision = \"deny\"\nreason = \"no images\"\n";
-    let (_t, host) = self::host(&[CONFORMANCE], config);
+    let (_t, host) = started(&[CONFORMANCE], config);
     let listed = host.offered_prompts(None, None, |p| p.spec().name.clone());
     assert!(
         !listed.contains(&"test_prompt_with_image".to_owned()),
@@ -127,7 +99,7 @@ fn a_prompt_is_denied_unless_a_rule_allows_it_and_every_request_is_recorded() {
         text_of(&simple.messages[0].content),
         "This is a simple prompt for testing."
     );
-    let trail = records(&host, "test_simple_prompt", "outcome");
+    let trail = records_until(&host, "prompt:test_simple_prompt", "outcome");
     let kinds: Vec<&str> = trail.iter().map(|r| r.kind.as_str()).collect();
     assert_eq!(kinds, ["call", "policy", "outcome"], "{trail:#?}");
     assert_eq!(trail[2].data["status"], "ok");
@@ -166,14 +138,14 @@ fn a_prompt_rule_may_not_say_what_only_calls_have() {
 #[test]
 fn a_prompt_rule_decides_no_tool_call() {
     // A rule allowing every prompt allows no tool.
-    let (_t, host) = host(&[PROMPT_PROBE], ALLOW_PROMPTS);
+    let (_t, host) = started(&[PROMPT_PROBE], ALLOW_PROMPTS);
     let r = crate::harness::call(&host, "probe_noop", "{}");
     crate::harness::assert_code(&host, &r, ErrorCode::PolicyDenied);
 }
 
 #[test]
 fn arguments_are_checked_before_the_plugin_renders() {
-    let (_t, host) = host(&[PROMPT_PROBE], ALLOW_PROMPTS);
+    let (_t, host) = started(&[PROMPT_PROBE], ALLOW_PROMPTS);
     let echoed = get(&host, "probe_echo", &[("topic", "rust")]).unwrap();
     assert_eq!(
         text_of(&echoed.messages[0].content),
@@ -192,24 +164,24 @@ fn arguments_are_checked_before_the_plugin_renders() {
 
 #[test]
 fn a_rendering_gets_no_filesystem_no_endless_time_and_no_unbounded_output() {
-    let (t, host) = host(&[PROMPT_PROBE], ALLOW_PROMPTS);
+    let (t, host) = started(&[PROMPT_PROBE], ALLOW_PROMPTS);
     t.file("secret.txt", "workspace content");
     let peek = get(&host, "probe_peek", &[]).unwrap();
     assert_eq!(text_of(&peek.messages[0].content), "directories seen: []");
 
-    let started = Instant::now();
+    let began = Instant::now();
     let spin = get(&host, "probe_spin", &[]).unwrap_err();
     assert!(
         matches!(spin.code, ErrorCode::Timeout | ErrorCode::OutOfFuel),
         "{spin:?}"
     );
-    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(began.elapsed() < Duration::from_secs(10));
 
     let flood = get(&host, "probe_flood", &[]).unwrap_err();
     assert_eq!(flood.code, ErrorCode::OutputTooLarge, "{flood:?}");
     let empty = get(&host, "probe_empty", &[]).unwrap_err();
     assert_eq!(empty.code, ErrorCode::InvalidToolOutput, "{empty:?}");
-    let trail = records(&host, "probe_flood", "outcome");
+    let trail = records_until(&host, "prompt:probe_flood", "outcome");
     let outcome = trail.iter().find(|r| r.kind == "outcome").unwrap();
     assert_eq!(outcome.data["code"], "OUTPUT_TOO_LARGE");
     crate::harness::assert_still_serves(&host);
@@ -221,14 +193,14 @@ fn a_profile_offers_only_the_prompts_it_names() {
         "{ALLOW_PROMPTS}[profile.review]\ntools = [\"*\"]\nprompts = [\"test_simple_*\"]\n\
          [profile.plain]\ntools = [\"*\"]\n"
     );
-    let (_t, host) = host(&[CONFORMANCE], &config);
+    let (_t, host) = started(&[CONFORMANCE], &config);
     let review = host.offered_prompts(Some("review"), None, |p| p.spec().name.clone());
     assert_eq!(review, ["test_simple_prompt"]);
     assert!(
         host.offered_prompts(Some("plain"), None, |p| p.spec().name.clone())
             .is_empty()
     );
-    let mut request = PromptRequest::new("test_prompt_with_image");
+    let mut request = OfferRequest::new("test_prompt_with_image");
     request.profile = Some("review".into());
     let hidden = runtime().block_on(host.get_prompt(request)).unwrap_err();
     assert_eq!(hidden.code, ErrorCode::UnknownTool);
@@ -240,16 +212,16 @@ fn completion_comes_from_the_plugin_and_only_for_an_allowed_prompt() {
     let complete = |host: &Controller, value: &str| {
         runtime()
             .block_on(host.complete_prompt(
-                PromptRequest::new("test_prompt_with_arguments"),
+                OfferRequest::new("test_prompt_with_arguments"),
                 "arg1",
                 value,
             ))
             .unwrap()
     };
-    let (_t, host) = host(&[CONFORMANCE], ALLOW_PROMPTS);
+    let (_t, host) = started(&[CONFORMANCE], ALLOW_PROMPTS);
     assert_eq!(complete(&host, "par"), ["paris", "park", "party"]);
     assert_eq!(complete(&host, "pari"), ["paris"]);
-    let (_t, denied) = self::host(&[CONFORMANCE], crate::harness::ALLOW_ALL);
+    let (_t, denied) = started(&[CONFORMANCE], crate::harness::ALLOW_ALL);
     assert!(complete(&denied, "par").is_empty());
 }
 

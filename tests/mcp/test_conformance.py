@@ -36,6 +36,11 @@ prompts = ["test_*"]
 decision = "allow"
 reason = "the conformance suite's prompts render fixed text"
 
+[[rule]]
+resources = ["test://*"]
+decision = "allow"
+reason = "the conformance suite's resources are fixed data"
+
 [mcp]
 # The tasks scenarios' tools registered with task support `required`.
 task_only = ["failing_job", "test_tool_with_task"]
@@ -93,7 +98,9 @@ def test_the_official_conformance_suite_passes_all_but_its_baseline(conformance_
                      "tools-call-embedded-resource", "tools-call-mixed-content", "tools-call-error",
                      "tools-call-with-progress", "dns-rebinding-protection", "server-sse-multiple-streams",
                      "json-schema-2020-12", "prompts-list", "prompts-get-simple", "prompts-get-with-args",
-                     "prompts-get-embedded-resource", "prompts-get-with-image", "completion-complete"]:
+                     "prompts-get-embedded-resource", "prompts-get-with-image", "completion-complete",
+                     "resources-list", "resources-read-text", "resources-read-binary",
+                     "resources-templates-read"]:
         assert scenario in checks, f"{scenario} did not run:\n{summary}"
         assert passed(checks[scenario]), f"{scenario} failed:\n{json.dumps(checks[scenario], indent=1)[:3000]}"
     for scenario, check in ERA_ONLY[requirements]:

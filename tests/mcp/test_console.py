@@ -72,7 +72,7 @@ async def signed_in(browser, console: str, token: str = TOKEN) -> Watched:
     context = await browser.new_context(viewport={"width": 1200, "height": 900})
     watched = Watched(await context.new_page())
     page = watched.page
-    await page.goto(console)
+    await goto(page, console)
     assert page.url.endswith("/console/login"), "without a session the console asks for the token"
     await page.fill("input[name=token]", "wrong")
     await page.click("button[type=submit]")
@@ -82,6 +82,20 @@ async def signed_in(browser, console: str, token: str = TOKEN) -> Watched:
     await page.wait_for_url(console)
     watched.errors.clear()  # the refused login's 401
     return watched
+
+
+async def goto(page, url: str):
+    """`page.goto`, once more if the page reloaded itself meanwhile: a page
+    that lists approvals reloads when one is asked (console.js), and a
+    navigation the test starts in that moment is interrupted by the reload."""
+    from playwright.async_api import Error
+
+    for attempt in range(3):
+        try:
+            return await page.goto(url)
+        except Error as e:
+            if "interrupted by another navigation" not in str(e) or attempt == 2:
+                raise
 
 
 def mcp_client(url: str):
@@ -141,9 +155,9 @@ async def test_an_ask_call_is_approved_in_the_browser_and_runs_once(host, served
         once_more = await s.call_tool("write_file", args)
         assert once_more.is_error is True
 
-    await page.goto(f"{console}/approvals/{approval}")
+    await goto(page, f"{console}/approvals/{approval}")
     assert "used" in await page.inner_text(".state")
-    await page.goto(f"{console}/history")
+    await goto(page, f"{console}/history")
     row = await page.inner_text("tbody")
     assert "write_file" in row and "used" in row and "console" in row
     assert watched.dialogs == [] and watched.errors == [], (watched.dialogs, watched.errors)
@@ -158,7 +172,7 @@ async def test_a_denial_with_a_reason_reaches_the_clients_retry(host, served, br
         await s.initialize()
         approval = meta(await s.call_tool("write_file", args))["approval_id"]
         card = f"#approval-{approval}"
-        await page.goto(console)
+        await goto(page, console)
         await page.fill(f"{card} input[name=reason]", "not in this sprint")
         await page.click(f"{card} button.deny")
         await page.wait_for_url(f"**/approvals/{approval}?done=deny")
@@ -180,9 +194,9 @@ async def test_what_an_agent_writes_shows_as_text_and_no_script_runs(host, serve
     page = watched.page
     approval = meta(await call_tool(mcp, "write_file", HOSTILE))["approval_id"]
     for url in (console, f"{console}/approvals/{approval}", f"{console}/audit"):
-        await page.goto(url)
+        await goto(page, url)
         await page.wait_for_timeout(300)
-    await page.goto(console)
+    await goto(page, console)
     shown = await page.inner_text(f"#approval-{approval} pre.args")
     assert "<script>alert('args')</script>" in shown, shown
     assert "onerror=alert('img')" in shown, shown
@@ -205,7 +219,7 @@ async def test_a_finished_call_shows_as_its_tool_shows_it_and_as_text(host, serv
     call_id = meta(read)["call_id"]
     (host.workspace / "page.html").write_text("rewritten after the call")
     for _ in range(50):
-        await page.goto(f"{console}/audit/call/{call_id}")
+        await goto(page, f"{console}/audit/call/{call_id}")
         if await page.locator("section.result").count():
             break
         await page.wait_for_timeout(100)
@@ -274,7 +288,7 @@ async def test_the_audit_page_shows_a_tampered_chain_as_broken(host, served, bro
         await s.initialize()
         done = await s.call_tool("calc", {"op": "add", "a": 2, "b": 40})
         call_id = meta(done)["call_id"]
-    await page.goto(f"{console}/audit")
+    await goto(page, f"{console}/audit")
     assert "Chain intact" in await page.inner_text(".chain")
     await page.fill("input[name=tool]", "calc")
     await page.click("form.filters button")
@@ -283,11 +297,11 @@ async def test_the_audit_page_shows_a_tampered_chain_as_broken(host, served, bro
     for kind in ("call", "policy", "outcome"):
         assert kind in trail, trail
     await shot(page, "call")
-    await page.goto(f"{console}/audit")
+    await goto(page, f"{console}/audit")
     await shot(page, "audit")
     with sqlite3.connect(host.state / "toolwarden.db") as db:
         db.execute("UPDATE audit SET data = replace(data, '42', '41') WHERE kind = 'outcome'")
-    await page.goto(f"{console}/audit")
+    await goto(page, f"{console}/audit")
     chain = await page.inner_text(".chain")
     assert "Chain broken at record" in chain, chain
     code, out, _ = host.cli("audit", "verify")
@@ -297,7 +311,7 @@ async def test_the_audit_page_shows_a_tampered_chain_as_broken(host, served, bro
 async def test_the_tools_page_explains_a_call_without_running_it(host, served, browser):
     mcp, console = served
     page = (await signed_in(browser, console)).page
-    await page.goto(f"{console}/tools")
+    await goto(page, f"{console}/tools")
     table = await page.inner_text("table")
     assert "write_file" in table and "workspace-write" in table and "ask" in table
     await page.select_option("select[name=tool]", "write_file")

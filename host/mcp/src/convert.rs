@@ -58,20 +58,29 @@ pub(super) fn block(block: Block) -> ContentBlock {
             uri,
             mime_type,
             contents,
-        } => ContentBlock::resource(match contents {
-            ResourceContents::Text(text) => McpContents::TextResourceContents {
-                uri,
-                mime_type,
-                text,
-                meta: None,
-            },
-            ResourceContents::Blob(blob) => McpContents::BlobResourceContents {
-                uri,
-                mime_type,
-                blob: blob.base64(),
-                meta: None,
-            },
-        }),
+        } => ContentBlock::resource(resource_contents(uri, mime_type, contents)),
+    }
+}
+
+/// A resource's contents as MCP carries them (embedded or read).
+pub(super) fn resource_contents(
+    uri: String,
+    mime_type: Option<String>,
+    contents: ResourceContents,
+) -> McpContents {
+    match contents {
+        ResourceContents::Text(text) => McpContents::TextResourceContents {
+            uri,
+            mime_type,
+            text,
+            meta: None,
+        },
+        ResourceContents::Blob(blob) => McpContents::BlobResourceContents {
+            uri,
+            mime_type,
+            blob: blob.base64(),
+            meta: None,
+        },
     }
 }
 
@@ -117,4 +126,24 @@ pub(super) fn result(r: CallResult) -> CallToolResult {
     };
     out.meta = Some(MetaObject(meta_object));
     out
+}
+
+/// A refused or failed request for a prompt or a resource as a JSON-RPC
+/// error whose message starts with the host's code: what the client asked
+/// for that it cannot have is `invalid params` (`-32602`), anything else
+/// `internal` (`-32603`). `data` holds the code and the URI asked for, if
+/// any (SEP-2164).
+pub(super) fn refusal(error: crate::outcome::CallError, uri: Option<&str>) -> rmcp::ErrorData {
+    use crate::outcome::ErrorCode;
+    let message = format!("{}: {}", error.code, error.message);
+    let mut data = json!({ "toolwarden": { "code": error.code.as_str() } });
+    if let Some(uri) = uri {
+        data["uri"] = json!(uri);
+    }
+    match error.code {
+        ErrorCode::UnknownTool | ErrorCode::InvalidArgs | ErrorCode::PolicyDenied => {
+            rmcp::ErrorData::invalid_params(message, Some(data))
+        }
+        _ => rmcp::ErrorData::internal_error(message, Some(data)),
+    }
 }

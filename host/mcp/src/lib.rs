@@ -37,6 +37,8 @@ mod input;
 mod prompts;
 mod questions;
 mod reports;
+mod requests;
+mod resources;
 mod roots;
 mod running;
 mod session_owners;
@@ -58,6 +60,7 @@ use toolwarden_web as web_origin;
 use reports::{log_forwarder, progress_forwarder};
 
 pub use http::{Exposure, HttpOptions};
+pub use requests::{PROFILE_META, SESSION_META};
 pub use roots::Refusal;
 pub use stdio::{HostFrom, Stopped, refuse as refuse_stdio, serve as serve_stdio};
 
@@ -66,15 +69,16 @@ pub fn tool_json(spec: &crate::spec::ToolSpec) -> serde_json::Value {
     serde_json::to_value(convert::tool(spec)).unwrap_or_default()
 }
 
-use crate::call::{CallRequest, MAX_SESSION_NAME, RawArgs, SessionId};
+use crate::call::SessionId;
 use crate::controller::Controller;
 use crate::outcome::ErrorCode;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams,
     CompleteResult, CustomRequest, CustomResult, GetPromptRequestParams, GetPromptResponse,
-    GetTaskParams, GetTaskResult, Implementation, ListPromptsResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter,
-    Tool, UpdateTaskParams,
+    GetTaskParams, GetTaskResult, Implementation, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
@@ -105,14 +109,6 @@ pub struct Server {
     /// The log level the session's client set (`logging/setLevel`).
     log_level: reports::SessionLevel,
 }
-
-/// The `_meta` key a request declares its session's profile with.
-pub const PROFILE_META: &str = "toolwarden/profile";
-
-/// The `_meta` key a request names its session with, in place of its
-/// connection's: a client that spreads its calls over connections (or over
-/// hosts sharing a store) keeps one budget and one duplicate guard.
-pub const SESSION_META: &str = "toolwarden/session";
 
 impl Server {
     /// A stdio connection whose long calls go on on the runtime `calls`
@@ -150,41 +146,6 @@ impl Server {
             waiting: None,
             profile,
             log_level: reports::SessionLevel::default(),
-        }
-    }
-
-    /// The profile a request runs under: the server's, else the one its
-    /// `_meta` declares. A declared value that is not a string names no
-    /// profile the config could define, so it fails closed like a typo.
-    fn profile(&self, meta: &rmcp::model::RequestMetaObject) -> Option<Arc<str>> {
-        if let Some(pinned) = &self.profile {
-            return Some(Arc::clone(pinned));
-        }
-        // Shown in refusals and kept in the audit: written as one line, so
-        // a newline or an escape in it reaches nobody as such (a defined
-        // profile's name has none, so it still fails closed).
-        meta.0.get(PROFILE_META).map(|declared| match declared {
-            serde_json::Value::String(name) => Arc::from(crate::presentation::one_line(name)),
-            other => Arc::from(other.to_string()),
-        })
-    }
-
-    /// The session a request runs in: the one its `_meta` names, else its
-    /// connection's. A name is 1 to 128 letters, digits, `.`, `_`, `:` or
-    /// `-`, so it cannot smuggle anything into the logs that show it.
-    fn session(&self, meta: &rmcp::model::RequestMetaObject) -> Result<SessionId, McpError> {
-        let Some(declared) = meta.0.get(SESSION_META) else {
-            return Ok(self.session.clone());
-        };
-        match declared.as_str() {
-            Some(name) if SessionId::is_valid_name(name) => Ok(SessionId::from(name.to_owned())),
-            _ => Err(McpError::invalid_params(
-                format!(
-                    "toolwarden: `_meta.{SESSION_META}` must be a string of 1 to \
-                     {MAX_SESSION_NAME} letters, digits, `.`, `_`, `:` or `-`; nothing ran"
-                ),
-                None,
-            )),
         }
     }
 
@@ -227,41 +188,10 @@ impl Server {
         ended.map(drop)
     }
 
-    /// The call a `tools/call` asks for, in the session and under the
-    /// profile it runs in.
-    fn call_request(
-        &self,
-        params: &mut CallToolRequestParams,
-        cx: &RequestContext<RoleServer>,
-    ) -> Result<CallRequest, McpError> {
-        // The SDK parsed the arguments with the request: they go on as an
-        // object, written out once, as the canonical form.
-        let args = params
-            .arguments
-            .take()
-            .map_or(RawArgs::Text(String::new()), RawArgs::from);
-        let mut request =
-            CallRequest::new(params.name.to_string(), args).in_session(self.session(&cx.meta)?);
-        request.profile = self.profile(&cx.meta);
-        request.caller = caller_of(&cx.extensions);
-        Ok(request)
-    }
-
     fn tools(&self, profile: Option<&str>) -> Vec<Tool> {
         self.host
             .offered_tools(profile, |tool| convert::tool(tool.spec()))
     }
-}
-
-/// Who made a request over HTTP, as the gate before `/mcp` proved it
-/// (`toolwarden_auth`); none over stdio, where the caller is whoever
-/// started the server.
-fn caller_of(extensions: &rmcp::model::Extensions) -> Option<Arc<toolwarden::caller::Caller>> {
-    extensions
-        .get::<axum::http::request::Parts>()?
-        .extensions
-        .get::<Arc<toolwarden::caller::Caller>>()
-        .cloned()
 }
 
 /// What the server tells a client in its `initialize` answer.
@@ -274,6 +204,8 @@ fn server_info() -> ServerConfig {
             .enable_tasks()
             .enable_logging()
             .enable_prompts()
+            .enable_resources()
+            .enable_resources_subscribe()
             .enable_completions()
             .build(),
     )
@@ -425,6 +357,48 @@ impl ServerHandler for Server {
         cx: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
         self.complete_for(request, &cx).await
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(ListResourcesResult::with_all_items(self.resources(&cx)))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(ListResourceTemplatesResult::with_all_items(
+            self.templates(&cx),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        self.read_for(request, &cx).await.map(Into::into)
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.subscribe_to(request.uri, &cx)
+    }
+
+    async fn unsubscribe(
+        &self,
+        _request: UnsubscribeRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Ok(())
     }
 
     /// Which of its plugins' log lines this session's client gets.

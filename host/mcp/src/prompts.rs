@@ -6,7 +6,7 @@
 //! `data.toolwarden.code` too.
 
 use crate::Server;
-use crate::controller::PromptRequest;
+use crate::convert::refusal;
 use crate::outcome::{CallError, ErrorCode};
 use crate::prompt::{RenderedPrompt, Role};
 use rmcp::model::{
@@ -21,7 +21,7 @@ impl Server {
     /// The prompts this request's session may get.
     pub(crate) fn prompts(&self, cx: &RequestContext<RoleServer>) -> Vec<Prompt> {
         let profile = self.profile(&cx.meta);
-        let caller = crate::caller_of(&cx.extensions);
+        let caller = crate::requests::caller_of(&cx.extensions);
         self.host
             .offered_prompts(profile.as_deref(), caller.as_deref(), |prompt| {
                 let spec = prompt.spec();
@@ -46,20 +46,6 @@ impl Server {
             })
     }
 
-    fn prompt_request(
-        &self,
-        name: String,
-        arguments: BTreeMap<String, String>,
-        cx: &RequestContext<RoleServer>,
-    ) -> Result<PromptRequest, McpError> {
-        let mut request = PromptRequest::new(name);
-        request.arguments = arguments;
-        request.session = self.session(&cx.meta)?;
-        request.profile = self.profile(&cx.meta);
-        request.caller = crate::caller_of(&cx.extensions);
-        Ok(request)
-    }
-
     /// `prompts/get`, governed.
     pub(crate) async fn get_prompt_for(
         &self,
@@ -71,43 +57,59 @@ impl Server {
             let value = match value {
                 serde_json::Value::String(text) => text,
                 other => {
-                    return Err(refusal(CallError::new(
-                        ErrorCode::InvalidArgs,
-                        format!(
-                            "the argument `{name}` is {other}, not a string; a prompt's arguments are strings"
+                    return Err(refusal(
+                        CallError::new(
+                            ErrorCode::InvalidArgs,
+                            format!(
+                                "the argument `{name}` is {other}, not a string; a prompt's arguments are strings"
+                            ),
                         ),
-                    )));
+                        None,
+                    ));
                 }
             };
             arguments.insert(name, value);
         }
-        let request = self.prompt_request(params.name, arguments, cx)?;
-        let rendered = self.host.get_prompt(request).await.map_err(refusal)?;
+        let request = self.offer_request(params.name, arguments, cx)?;
+        let rendered = self
+            .host
+            .get_prompt(request)
+            .await
+            .map_err(|e| refusal(e, None))?;
         Ok(result(rendered))
     }
 
-    /// `completion/complete` for a prompt's argument. A resource template
-    /// has no completions here (no plugin serves resources yet).
+    /// `completion/complete` for a prompt's argument or a resource
+    /// template's variable.
     pub(crate) async fn complete_for(
         &self,
         params: CompleteRequestParams,
         cx: &RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
-        let Reference::Prompt(prompt) = params.r#ref else {
-            return Ok(CompleteResult::default());
-        };
         let context: BTreeMap<String, String> = params
             .context
             .and_then(|c| c.arguments)
             .unwrap_or_default()
             .into_iter()
             .collect();
-        let request = self.prompt_request(prompt.name, context, cx)?;
-        let values = self
-            .host
-            .complete_prompt(request, &params.argument.name, &params.argument.value)
-            .await
-            .map_err(refusal)?;
+        let argument = (
+            params.argument.name.as_str(),
+            params.argument.value.as_str(),
+        );
+        let values = match params.r#ref {
+            Reference::Prompt(prompt) => {
+                let request = self.offer_request(prompt.name, context, cx)?;
+                self.host
+                    .complete_prompt(request, argument.0, argument.1)
+                    .await
+                    .map_err(|e| refusal(e, None))?
+            }
+            Reference::Resource(template) => {
+                self.complete_template_for(template.uri, argument, context, cx)
+                    .await?
+            }
+            _ => Vec::new(),
+        };
         let info = CompletionInfo::new(values).map_err(|e| McpError::internal_error(e, None))?;
         Ok(CompleteResult::new(info))
     }
@@ -128,17 +130,4 @@ fn result(rendered: RenderedPrompt) -> GetPromptResult {
     let mut result = GetPromptResult::new(messages);
     result.description = rendered.description;
     result
-}
-
-/// A refusal or failure as a JSON-RPC error: what the client asked for
-/// that it cannot have is `invalid params`, anything else `internal`.
-fn refusal(error: CallError) -> McpError {
-    let message = format!("{}: {}", error.code, error.message);
-    let data = Some(serde_json::json!({ "toolwarden": { "code": error.code.as_str() } }));
-    match error.code {
-        ErrorCode::UnknownTool | ErrorCode::InvalidArgs | ErrorCode::PolicyDenied => {
-            McpError::invalid_params(message, data)
-        }
-        _ => McpError::internal_error(message, data),
-    }
 }

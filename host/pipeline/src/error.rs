@@ -267,6 +267,7 @@ mod tests {
             Error::Registry(RegistryError::PluginsDir { .. }) => 2,
             Error::Registry(RegistryError::DuplicateTool { .. }) => 3,
             Error::Registry(RegistryError::DuplicatePrompt { .. }) => 29,
+            Error::Registry(RegistryError::ResourceClaim { .. }) => 31,
             Error::Plugin { source, .. } => match source {
                 PluginError::Read(_) => 4,
                 PluginError::TooLarge { .. } => 5,
@@ -280,6 +281,7 @@ mod tests {
                 PluginError::Unproven { .. } => 23,
                 PluginError::FileName => 24,
                 PluginError::Prompt { .. } => 28,
+                PluginError::Resources { .. } => 30,
             },
             Error::Directory { .. } => 12,
             Error::StateInWorkspace { .. } => 13,
@@ -414,6 +416,14 @@ mod tests {
                 first: path(),
                 second: path(),
             }),
+            plugin(PluginError::Resources {
+                problem: "x".into(),
+            }),
+            Error::Registry(RegistryError::ResourceClaim {
+                prefix: "p".into(),
+                first: path(),
+                second: path(),
+            }),
         ]
     }
 
@@ -449,7 +459,9 @@ mod tests {
         no project root: NO_WORKSPACE\n\
         build: BUILD\n\
         bad prompt: PLUGIN_INVALID\n\
-        duplicate prompt: DUPLICATE_PROMPT\n";
+        duplicate prompt: DUPLICATE_PROMPT\n\
+        bad resources: PLUGIN_INVALID\n\
+        resource claim: DUPLICATE_RESOURCE_PREFIX\n";
 
     #[test]
     fn every_host_error_has_a_stable_code_and_a_hint() {

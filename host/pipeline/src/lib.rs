@@ -73,6 +73,7 @@ pub mod question;
 mod real_path;
 pub mod records;
 pub mod registry;
+pub mod resource;
 mod sandbox;
 mod scheduler;
 mod schema;
@@ -98,7 +99,7 @@ pub use capability::{FsAccess, Grant, GrantedOrigin, Network, NetworkGrant, Reac
 pub use check::{Problem, Report};
 pub use config::{Config, ConfigBuilder, DEFAULT_CONFIG_FILE};
 pub use content::{Block, BlockSummary, Bytes, ResourceContents};
-pub use controller::{Controller, Inspection, PromptRequest, ShownCall};
+pub use controller::{Controller, Inspection, OfferRequest, ShownCall};
 pub use egress::{RequestDecision, RequestRecord};
 /// The tuned wasmtime configuration, for `make bench`'s bare-engine floor.
 #[doc(hidden)]

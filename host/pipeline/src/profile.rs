@@ -5,6 +5,7 @@
 //! [profile.review]
 //! tools = ["read_file", "list_dir", "search_*"]
 //! prompts = ["review_*"]      # optional: without it, the profile offers no prompt
+//! resources = ["notes://*"]   # optional: likewise for resources, by URI glob
 //! ```
 //!
 //! A session without a profile sees every tool and prompt; one with a
@@ -26,6 +27,7 @@ use std::collections::BTreeMap;
 pub struct ProfileSection {
     tools: Vec<String>,
     prompts: Option<Vec<String>>,
+    resources: Option<Vec<String>>,
 }
 
 /// Every profile the config defines, each as the sets of its tool and
@@ -34,6 +36,7 @@ pub struct ProfileSection {
 pub struct Profiles {
     named: BTreeMap<String, GlobSet>,
     prompts: BTreeMap<String, GlobSet>,
+    resources: BTreeMap<String, GlobSet>,
 }
 
 /// The tools one session may see and call.
@@ -48,10 +51,11 @@ pub enum ToolSet<'a> {
 }
 
 impl ProfileSection {
-    pub const KEYS: &str = "tools, prompts";
+    pub const KEYS: &str = "tools, prompts, resources";
 
-    /// The profile's tool globs and prompt globs (none: no prompt).
-    pub fn resolve(self, name: &str) -> Result<(GlobSet, GlobSet), SettingError> {
+    /// The profile's tool, prompt and resource globs (none: no prompt, no
+    /// resource).
+    pub fn resolve(self, name: &str) -> Result<[GlobSet; 3], SettingError> {
         let fail = |message: String| {
             SettingError::new(
                 format!("`profile.{name}`: {message}"),
@@ -73,10 +77,11 @@ impl ProfileSection {
             }
             set.build().map_err(|e| fail(e.to_string()))
         };
-        Ok((
+        Ok([
             set(&self.tools)?,
             set(self.prompts.as_deref().unwrap_or(&[]))?,
-        ))
+            set(self.resources.as_deref().unwrap_or(&[]))?,
+        ])
     }
 }
 
@@ -87,6 +92,7 @@ impl Profiles {
     ) -> Result<Profiles, (String, SettingError)> {
         let mut named = BTreeMap::new();
         let mut prompts = BTreeMap::new();
+        let mut resources = BTreeMap::new();
         for (name, table) in tables {
             if !is_profile_name(&name) {
                 return Err((
@@ -99,39 +105,50 @@ impl Profiles {
                     ),
                 ));
             }
-            let (tools, offered) = table.resolve(&name).map_err(|e| (name.clone(), e))?;
+            let [tools, offered, readable] = table.resolve(&name).map_err(|e| (name.clone(), e))?;
             prompts.insert(name.clone(), offered);
+            resources.insert(name.clone(), readable);
             named.insert(name, tools);
         }
-        Ok(Profiles { named, prompts })
+        Ok(Profiles {
+            named,
+            prompts,
+            resources,
+        })
     }
 
     /// The tool set of a session that declared `profile` (or none).
     pub fn select<'a>(&'a self, profile: Option<&'a str>) -> ToolSet<'a> {
-        match profile {
-            None => ToolSet::All,
-            Some(name) => match self.named.get_key_value(name) {
-                Some((name, tools)) => ToolSet::Named(name, tools),
-                None => ToolSet::Unknown(name),
-            },
-        }
+        select(&self.named, profile)
     }
 
     /// The prompts a session that declared `profile` (or none) may get,
     /// as a set of names like a tool set.
     pub fn select_prompts<'a>(&'a self, profile: Option<&'a str>) -> ToolSet<'a> {
-        match profile {
-            None => ToolSet::All,
-            Some(name) => match self.prompts.get_key_value(name) {
-                Some((name, prompts)) => ToolSet::Named(name, prompts),
-                None => ToolSet::Unknown(name),
-            },
-        }
+        select(&self.prompts, profile)
+    }
+
+    /// The resource URIs a session that declared `profile` (or none) may
+    /// read, as a set of names like a tool set.
+    pub fn select_resources<'a>(&'a self, profile: Option<&'a str>) -> ToolSet<'a> {
+        select(&self.resources, profile)
     }
 
     /// The names of every profile, sorted.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.named.keys().map(String::as_str)
+    }
+}
+
+/// The set one of a profile's maps holds for `profile`: everything without
+/// a profile, nothing for one the config does not define.
+fn select<'a>(sets: &'a BTreeMap<String, GlobSet>, profile: Option<&'a str>) -> ToolSet<'a> {
+    match profile {
+        None => ToolSet::All,
+        Some(name) => match sets.get_key_value(name) {
+            Some((name, set)) => ToolSet::Named(name, set),
+            None => ToolSet::Unknown(name),
+        },
     }
 }
 

@@ -28,6 +28,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "canonical_url",
             "spec",
             "prompt",
+            "resource",
             "settings",
             "profile",
             "private_file",

@@ -41,6 +41,7 @@
 
 pub mod http;
 pub mod prompts;
+pub mod resources;
 mod schema;
 
 use serde::Serialize;
@@ -72,6 +73,7 @@ pub use wit::{
 };
 
 pub use prompts::{Prompt, PromptArgs, PromptMessage, Role, assistant, text, user};
+pub use resources::{ResourceContent, Resources};
 pub use schema::{input_schema, output_schema};
 
 /// Facts about the current call, and the host's services (log, progress,
@@ -727,14 +729,19 @@ pub mod __private {
 
 /// Exports the tools a function returns as this crate's component:
 /// `toolwarden_plugin::export!(tools);` where `fn tools() -> Vec<Tool>`,
-/// or `toolwarden_plugin::export!(tools, prompts);` with the prompts
-/// `fn prompts() -> Vec<Prompt>` returns as well.
+/// `toolwarden_plugin::export!(tools, prompts);` with the prompts
+/// `fn prompts() -> Vec<Prompt>` returns as well, and
+/// `toolwarden_plugin::export!(tools, prompts, resources);` with the
+/// resources `fn resources() -> Resources` serves.
 #[macro_export]
 macro_rules! export {
     ($tools:path) => {
-        $crate::export!($tools, $crate::__no_prompts);
+        $crate::export!($tools, $crate::__no_prompts, $crate::resources::__private::none);
     };
     ($tools:path, $prompts:path) => {
+        $crate::export!($tools, $prompts, $crate::resources::__private::none);
+    };
+    ($tools:path, $prompts:path, $resources:path) => {
         struct __ToolwardenPlugin;
 
         impl $crate::bindings::exports::toolwarden::tool::tool::Guest for __ToolwardenPlugin {
@@ -802,6 +809,27 @@ macro_rules! export {
                 context: ::std::vec::Vec<(::std::string::String, ::std::string::String)>,
             ) -> ::std::vec::Vec<::std::string::String> {
                 $crate::prompts::__private::complete($prompts(), &name, &argument, &value, context)
+            }
+        }
+
+        impl $crate::bindings::exports::toolwarden::tool::resources::Guest for __ToolwardenPlugin {
+            fn catalog() -> $crate::bindings::exports::toolwarden::tool::resources::ResourceCatalog {
+                $crate::resources::__private::catalog($resources())
+            }
+
+            fn read(
+                uri: ::std::string::String,
+            ) -> ::std::result::Result<::std::vec::Vec<$crate::ResourceContent>, $crate::ToolError> {
+                $crate::resources::__private::read($resources(), &uri)
+            }
+
+            fn complete(
+                uri_template: ::std::string::String,
+                variable: ::std::string::String,
+                value: ::std::string::String,
+                context: ::std::vec::Vec<(::std::string::String, ::std::string::String)>,
+            ) -> ::std::vec::Vec<::std::string::String> {
+                $crate::resources::__private::complete($resources(), &uri_template, &variable, &value, context)
             }
         }
 

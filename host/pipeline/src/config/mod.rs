@@ -208,6 +208,11 @@ impl Config {
         self.profiles.select_prompts(profile)
     }
 
+    /// The resource URIs a session declaring `profile` (or none) may read.
+    pub fn resource_set<'a>(&'a self, profile: Option<&'a str>) -> crate::profile::ToolSet<'a> {
+        self.profiles.select_resources(profile)
+    }
+
     /// The `[profile.NAME]` names the config defines, sorted.
     pub fn profile_names(&self) -> impl Iterator<Item = &str> {
         self.profiles.names()

@@ -12,11 +12,13 @@ mod children;
 mod offer;
 mod preview;
 mod prompts;
+mod resources;
 mod serving;
 mod setup;
 mod shown;
 
-pub use prompts::{PROMPT_RECORD_PREFIX, PromptRequest};
+pub use prompts::{OfferRequest, PROMPT_RECORD_PREFIX};
+pub use resources::RESOURCE_RECORD_PREFIX;
 pub use shown::ShownCall;
 mod trail;
 

@@ -14,8 +14,8 @@ use super::trail::Trail;
 use crate::audit::Event;
 use crate::call::{CallId, CallRequest, RawArgs, SessionId};
 use crate::materialize::Arguments;
-use crate::outcome::{CallError, ErrorCode, Status};
-use crate::policy::{Decision, Verdict, Who};
+use crate::outcome::{CallError, ErrorCode};
+use crate::policy::{Decision, Offered, Verdict, Who};
 use crate::prompt::{MAX_COMPLETIONS, RenderedPrompt};
 use crate::registry::Prompt;
 use std::collections::BTreeMap;
@@ -27,21 +27,24 @@ use std::time::Instant;
 pub const PROMPT_RECORD_PREFIX: &str = "prompt:";
 
 /// A request for a prompt (MCP `prompts/get`, or `completion/complete`
-/// with the arguments filled in so far).
+/// with the arguments filled in so far) or a resource (`resources/read`,
+/// `resources/subscribe`, or a template's completion with the variables
+/// filled in so far).
 #[derive(Clone, Debug)]
-pub struct PromptRequest {
+pub struct OfferRequest {
+    /// The prompt's name, or the resource's URI (a template's, to complete).
     pub name: String,
     pub arguments: BTreeMap<String, String>,
     pub session: SessionId,
-    /// The profile the session declared; none: every prompt.
+    /// The profile the session declared; none: every prompt and resource.
     pub profile: Option<Arc<str>>,
     /// Who asks, as their channel proved it.
     pub caller: Option<Arc<crate::caller::Caller>>,
 }
 
-impl PromptRequest {
-    pub fn new(name: impl Into<String>) -> PromptRequest {
-        PromptRequest {
+impl OfferRequest {
+    pub fn new(name: impl Into<String>) -> OfferRequest {
+        OfferRequest {
             name: name.into(),
             arguments: BTreeMap::new(),
             session: SessionId::new(),
@@ -72,15 +75,18 @@ impl Controller {
     }
 
     fn prompt_decision(&self, prompt: &Prompt, who: Who<'_>) -> Decision {
-        self.config
-            .policy
-            .decide_prompt(&prompt.spec.name, prompt.plugin.file_name(), who)
+        self.config.policy.decide_offered(
+            Offered::Prompt,
+            &prompt.spec.name,
+            prompt.plugin.file_name(),
+            who,
+        )
     }
 
     /// The prompt a request names, if its session may have it.
     fn admitted_prompt(
         &self,
-        request: &PromptRequest,
+        request: &OfferRequest,
     ) -> Result<(Arc<Prompt>, Decision), CallError> {
         if let Some(caller) = request.caller.as_deref() {
             self.owners.check(&request.session, caller)?;
@@ -92,67 +98,30 @@ impl Controller {
     }
 
     /// Renders a prompt, governed and recorded.
-    pub async fn get_prompt(&self, request: PromptRequest) -> Result<RenderedPrompt, CallError> {
+    pub async fn get_prompt(&self, request: OfferRequest) -> Result<RenderedPrompt, CallError> {
         let started = Instant::now();
-        let arguments: serde_json::Map<String, serde_json::Value> = request
+        let arguments = request
             .arguments
             .iter()
             .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
             .collect();
-        let mut recorded = CallRequest::new(
-            format!("{PROMPT_RECORD_PREFIX}{}", request.name),
-            RawArgs::from(arguments),
-        )
-        .in_session(request.session.clone());
-        recorded.profile = request.profile.clone();
-        recorded.caller = request.caller.clone();
-        let mut trail = Trail::new(&recorded);
+        let (recorded, mut trail) = open_trail(PROMPT_RECORD_PREFIX, &request, arguments);
         let outcome = self.render(&request, &recorded, &mut trail).await;
-        let (status, error, bytes, blocks) = match &outcome {
-            Ok(rendered) => (
-                Status::Ok,
-                None,
-                rendered.size(),
-                rendered
-                    .messages
-                    .iter()
-                    .map(|m| m.content.clone())
-                    .collect(),
-            ),
-            Err(error) => (error.code.status(), Some(error), 0, Vec::new()),
-        };
-        let duration_us = started.elapsed().as_micros() as u64;
-        trail.close(status, error, duration_us, bytes, None, &blocks);
-        let events = std::mem::take(&mut trail.events);
-        if let Err(e) = self
-            .records
-            .audit_log()
-            .record(&trail.subject, events, None)
-        {
-            tracing::error!(
-                call = &*trail.subject.call_id,
-                "the audit trail of a prompt could not be written: {e}"
-            );
-        }
+        let summary = outcome.as_ref().map(|rendered| {
+            let blocks = rendered.messages.iter().map(|m| m.content.clone());
+            (rendered.size(), blocks.collect())
+        });
+        trail.record_end(&self.records, started, summary);
         outcome
     }
 
     async fn render(
         &self,
-        request: &PromptRequest,
+        request: &OfferRequest,
         recorded: &CallRequest,
         trail: &mut Trail,
     ) -> Result<RenderedPrompt, CallError> {
-        let args = Arguments::from_raw(&recorded.args)?;
-        trail.events.push(Event::Call {
-            args: args.shared_value(),
-            args_digest: args.shared_digest(),
-            profile: request.profile.clone(),
-            turn: None,
-            parent: None,
-            root: None,
-            caller: request.caller.clone(),
-        });
+        record_request(recorded, trail)?;
         let (prompt, decision) = self.admitted_prompt(request)?;
         prompt
             .spec
@@ -183,7 +152,7 @@ impl Controller {
     /// session may not get or an argument it does not take.
     pub async fn complete_prompt(
         &self,
-        request: PromptRequest,
+        request: OfferRequest,
         argument: &str,
         value: &str,
     ) -> Result<Vec<String>, CallError> {
@@ -194,7 +163,7 @@ impl Controller {
             return Ok(Vec::new());
         }
         let name: Arc<str> = Arc::from(prompt.spec.name.as_str());
-        let mut values = self
+        let values = self
             .sandbox
             .complete_prompt(
                 &prompt,
@@ -204,16 +173,54 @@ impl Controller {
                 &CallId::new(),
             )
             .await?;
-        values.truncate(MAX_COMPLETIONS);
-        let max = self.config.limits.max_output_bytes;
-        if values.iter().map(String::len).sum::<usize>() > max {
-            return Err(too_large("completion values", max));
-        }
-        Ok(values)
+        bounded(values, self.config.limits.max_output_bytes)
     }
 }
 
-fn too_large(what: &str, max: usize) -> CallError {
+/// Completion values as they are passed on: the first [`MAX_COMPLETIONS`],
+/// within the output limit.
+pub(super) fn bounded(mut values: Vec<String>, max_bytes: usize) -> Result<Vec<String>, CallError> {
+    values.truncate(MAX_COMPLETIONS);
+    if values.iter().map(String::len).sum::<usize>() > max_bytes {
+        return Err(too_large("completion values", max_bytes));
+    }
+    Ok(values)
+}
+
+/// The request as the audit log keeps it, under `prefix` and the name it
+/// asked for, with its arguments; and its trail, empty.
+pub(super) fn open_trail(
+    prefix: &str,
+    request: &OfferRequest,
+    arguments: serde_json::Map<String, serde_json::Value>,
+) -> (CallRequest, Trail) {
+    let mut recorded = CallRequest::new(
+        format!("{prefix}{}", request.name),
+        RawArgs::from(arguments),
+    )
+    .in_session(request.session.clone());
+    recorded.profile = request.profile.clone();
+    recorded.caller = request.caller.clone();
+    let trail = Trail::new(&recorded);
+    (recorded, trail)
+}
+
+/// The request's first record: its arguments, redacted like a call's.
+pub(super) fn record_request(recorded: &CallRequest, trail: &mut Trail) -> Result<(), CallError> {
+    let args = Arguments::from_raw(&recorded.args)?;
+    trail.events.push(Event::Call {
+        args: args.shared_value(),
+        args_digest: args.shared_digest(),
+        profile: recorded.profile.clone(),
+        turn: None,
+        parent: None,
+        root: None,
+        caller: recorded.caller.clone(),
+    });
+    Ok(())
+}
+
+pub(super) fn too_large(what: &str, max: usize) -> CallError {
     CallError::new(
         ErrorCode::OutputTooLarge,
         format!("the plugin returned {what} over the {max}-byte limit (`limits.max_output_kb`)"),

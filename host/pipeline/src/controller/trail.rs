@@ -79,6 +79,30 @@ impl Trail {
             })
     }
 
+    /// Records how a request for a prompt or a resource ended: its size and
+    /// blocks, or the error.
+    pub(super) fn record_end(
+        mut self,
+        records: &crate::records::Records,
+        started: Instant,
+        outcome: Result<(usize, Vec<crate::content::Block>), &CallError>,
+    ) {
+        let (status, error, bytes, blocks) = match outcome {
+            Ok((bytes, blocks)) => (Status::Ok, None, bytes, blocks),
+            Err(error) => (error.code.status(), Some(error), 0, Vec::new()),
+        };
+        let duration_us = started.elapsed().as_micros() as u64;
+        self.close(status, error, duration_us, bytes, None, &blocks);
+        let events = std::mem::take(&mut self.events);
+        if let Err(e) = records.audit_log().record(&self.subject, events, None) {
+            tracing::error!(
+                call = &*self.subject.call_id,
+                "the audit trail of `{}` could not be written: {e}",
+                self.subject.tool
+            );
+        }
+    }
+
     /// Closes the step under way with what it found.
     pub(super) fn end(&mut self, outcome: impl FnOnce() -> String) {
         if let (Some(trace), Some((step, since))) = (&mut self.trace, self.step.take()) {

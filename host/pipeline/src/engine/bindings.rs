@@ -72,3 +72,13 @@ pub(crate) mod v0_3_prompts {
         exports: { default: async },
     });
 }
+
+/// The optional `resources` export of 0.3.0 (`wit/tool.wit`), found on an
+/// instance when a plugin has it.
+pub(crate) mod v0_3_resources {
+    wasmtime::component::bindgen!({
+        path: "../../wit",
+        world: "serving-plugin",
+        exports: { default: async },
+    });
+}

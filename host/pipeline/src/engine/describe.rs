@@ -1,5 +1,5 @@
 //! Asking a compiled plugin what it serves: its `tools()` (and
-//! `prompts()`) under the load-time budget, each spec checked against what a
+//! `prompts()` and resource `catalog()`) under the load-time budget, each spec checked against what a
 //! plugin may declare (`[limits]`) and turned into a [`ToolSpec`] (or a
 //! checked [`PromptSpec`]). Never runs a tool.
 
@@ -13,6 +13,7 @@ use crate::limits::Limits;
 use crate::origin::{OriginPattern, PatternError};
 use crate::outcome::{CallError, ErrorCode};
 use crate::prompt::{MAX_PROMPTS_PER_PLUGIN, PromptSpec};
+use crate::resource::Catalog;
 use crate::spec::{NetworkNeed, ToolSpec, is_valid_credential_name};
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +28,7 @@ const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(2);
 pub struct Described {
     pub tools: Vec<ToolSpec>,
     pub prompts: Vec<PromptSpec>,
+    pub catalog: Catalog,
 }
 
 pub(super) fn describe(engine: &Engine, plugin: &LoadedPlugin) -> Result<Described, PluginError> {
@@ -60,17 +62,20 @@ pub(super) fn describe(engine: &Engine, plugin: &LoadedPlugin) -> Result<Describ
     let declared = runtime.block_on(async {
         let guest = std::pin::pin!(async {
             let (tools, instance) = code.describe(&mut store).await?;
-            let prompts = match instance {
-                Some(instance) => super::prompting::declared(&instance, &mut store)
-                    .await
-                    .map_err(|e| (Phase::Call, e))?,
-                None => Vec::new(),
+            let (prompts, catalog) = match instance {
+                Some(instance) => {
+                    let call = |e| (Phase::Call, e);
+                    let prompts = super::prompting::declared(&instance, &mut store).await;
+                    let catalog = super::resources::declared(&instance, &mut store).await;
+                    (prompts.map_err(call)?, catalog.map_err(call)?)
+                }
+                None => Default::default(),
             };
-            Ok((tools, prompts))
+            Ok((tools, prompts, catalog))
         });
         race(guest, stop_at, &cancel).await
     });
-    let (specs, prompts) =
+    let (specs, prompts, catalog) =
         classify(declared, &store, &pipes, DESCRIBE_TIMEOUT).map_err(PluginError::Describe)?;
     let limits = &engine.limits;
     if specs.len() > limits.max_tools_per_plugin {
@@ -101,7 +106,14 @@ pub(super) fn describe(engine: &Engine, plugin: &LoadedPlugin) -> Result<Describ
                 problem,
             })?;
     }
-    Ok(Described { tools, prompts })
+    catalog
+        .check(limits.max_description_bytes)
+        .map_err(|problem| PluginError::Resources { problem })?;
+    Ok(Described {
+        tools,
+        prompts,
+        catalog,
+    })
 }
 
 /// Origins and credentials a plugin may declare per tool: far more than any

@@ -39,6 +39,9 @@ pub enum PluginError {
     #[error("prompt `{prompt}`: {problem}")]
     Prompt { prompt: String, problem: String },
 
+    #[error("its resources: {problem}")]
+    Resources { problem: String },
+
     #[error("declares {declared} tools; a plugin may declare at most {max} (`limits.{key}`)")]
     TooManyTools {
         declared: usize,
@@ -84,6 +87,11 @@ impl PluginError {
             }
             PluginError::Spec { .. } => {
                 "fix the tool's spec; `wit/tool.wit` documents every field".into()
+            }
+            PluginError::Resources { .. } => {
+                "fix the plugin's resource catalog; `interface resources` in `wit/tool.wit` \
+                 documents every field"
+                    .into()
             }
             PluginError::Prompt { .. } => {
                 "fix the prompt's declaration; `interface prompts` in `wit/tool.wit` documents \

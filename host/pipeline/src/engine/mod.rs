@@ -20,6 +20,7 @@ pub(crate) mod guest;
 mod host;
 mod links;
 mod prompting;
+mod resources;
 mod root;
 mod setup;
 mod state;

@@ -45,7 +45,9 @@ pub(super) async fn declared(
         .collect())
 }
 
-fn pairs(arguments: &std::collections::BTreeMap<String, String>) -> Vec<(String, String)> {
+pub(super) fn pairs(
+    arguments: &std::collections::BTreeMap<String, String>,
+) -> Vec<(String, String)> {
     arguments
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))

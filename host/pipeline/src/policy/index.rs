@@ -5,7 +5,7 @@
 //! turn: a decision among a thousand rules for other tools then checks only
 //! the few rules that name its tool (and those that name no tool). A rule
 //! left out here could only have missed on `tools`, so the decision is the
-//! same. A rule about prompts can match no tool and is left out. Never
+//! same. A rule about prompts or resources can match no tool and is left out. Never
 //! decides anything itself.
 
 use super::Rule;
@@ -27,7 +27,7 @@ impl ToolIndex {
         let mut owners = Vec::new();
         let mut unscoped = Vec::new();
         for (at, rule) in rules.iter().enumerate() {
-            if rule.is_about_prompts() {
+            if rule.offers().is_some() {
                 continue;
             }
             let Some(patterns) = rule.tool_patterns() else {

@@ -9,11 +9,13 @@
 //! never asks a person (that is the approval step's job).
 
 mod index;
-mod prompts;
+mod offered;
 mod rule;
 mod section;
 
-pub use rule::{Approvers, Caller, MAX_APPROVERS, Miss, Rule, RuleDef, RuleMatch, Verdict, Who};
+pub use rule::{
+    Approvers, Caller, MAX_APPROVERS, Miss, Offered, Rule, RuleDef, RuleMatch, Verdict, Who,
+};
 #[cfg(test)]
 pub use rule::{ArgPattern, NetMatch};
 pub use section::RuleSection;

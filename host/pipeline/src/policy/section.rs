@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 pub struct RuleSection {
     tools: Option<Vec<String>>,
     prompts: Option<Vec<String>>,
+    resources: Option<Vec<String>>,
     plugin: Option<Vec<String>>,
     risk: Option<Vec<Risk>>,
     effects: Option<Vec<Effect>>,
@@ -33,7 +34,7 @@ pub struct RuleSection {
 }
 
 impl RuleSection {
-    pub const KEYS: &str = "tools, prompts, plugin, risk, effects, filesystem, network, nested, parent, caller, when, decision, \
+    pub const KEYS: &str = "tools, prompts, resources, plugin, risk, effects, filesystem, network, nested, parent, caller, when, decision, \
          approvers, self_approval, reason";
 
     /// The rule, which starts at `line` of the file.
@@ -58,6 +59,7 @@ impl RuleSection {
             line: Some(line),
             tools: self.tools,
             prompts: self.prompts,
+            resources: self.resources,
             plugin: self.plugin,
             risk: self.risk,
             effects: self.effects,

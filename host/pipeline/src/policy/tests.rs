@@ -834,7 +834,9 @@ fn prompt_rules_decide_prompts_alone_by_name_plugin_and_caller() {
             "prompts = [\"oncall_*\"]\ncaller = { subject = \"alice\" }\ndecision = \"allow\"\nreason = \"a\"",
         ),
     ]);
-    let decide = |prompt: &str, plugin: &str, who: Who<'_>| p.decide_prompt(prompt, plugin, who);
+    let decide = |prompt: &str, plugin: &str, who: Who<'_>| {
+        p.decide_offered(Offered::Prompt, prompt, plugin, who)
+    };
     let anyone = Who::Known(None);
     let allowed = decide("review_diff", "review.wasm", anyone);
     assert_eq!(allowed.verdict, Verdict::Allow);
@@ -897,4 +899,48 @@ fn a_prompt_rule_changes_the_fingerprint() {
         with("a"),
         policy(vec![rule(&["*"], Verdict::Allow)]).fingerprint()
     );
+}
+
+#[test]
+fn resource_rules_decide_reads_by_uri_and_never_prompts_or_calls() {
+    let text = |t: &str| -> RuleDef {
+        let section: RuleSection = toml::from_str(t).unwrap();
+        section.resolve(1).unwrap()
+    };
+    let p = policy(vec![
+        text("resources = [\"notes://*\"]\ndecision = \"allow\"\nreason = \"notes\""),
+        text("resources = [\"notes://private/*\"]\ndecision = \"deny\"\nreason = \"private\""),
+        text("prompts = [\"notes://*\"]\ndecision = \"allow\"\nreason = \"a prompt rule\""),
+    ]);
+    let anyone = Who::Known(None);
+    let read = |uri: &str| p.decide_offered(Offered::Resource, uri, "n.wasm", anyone);
+    assert_eq!(read("notes://today").verdict, Verdict::Allow);
+    assert_eq!(
+        read("notes://a/b/c").verdict,
+        Verdict::Allow,
+        "`*` crosses `/` in a URI"
+    );
+    assert_eq!(read("notes://private/diary").verdict, Verdict::Deny);
+    assert_eq!(read("other://x").verdict, Verdict::Deny);
+    assert!(
+        read("other://x")
+            .reason
+            .contains("resources = [\"other://x\"]")
+    );
+    assert_eq!(
+        p.decide_offered(Offered::Prompt, "notes://today", "n.wasm", anyone)
+            .matched
+            .as_slice(),
+        [3],
+        "a resource rule decides no prompt"
+    );
+    assert!(
+        p.evaluate(&spec("notes"), "n.wasm", None)
+            .matched
+            .is_empty()
+    );
+    let both = "prompts = [\"a\"]\nresources = [\"b://*\"]\ndecision = \"allow\"\nreason = \"r\"";
+    let section: RuleSection = toml::from_str(both).unwrap();
+    let error = Policy::compile(vec![section.resolve(1).unwrap()], Default::default()).unwrap_err();
+    assert!(error.message.contains("not both"), "{}", error.message);
 }

@@ -129,7 +129,7 @@ pub(super) fn load_one(
         sha256,
         loaded,
         proven.signer,
-        described.prompts,
+        (described.prompts, described.catalog),
     ));
     let mut tools = Vec::with_capacity(specs.len());
     let mut seen = std::collections::HashSet::new();

@@ -7,9 +7,13 @@
 //! name must never be ambiguous. It compiles and
 //! describes components through the engine and never runs a tool itself.
 
+mod error;
 mod load;
+mod offered;
 
+pub use error::RegistryError;
 pub use load::{LoadFailure, MAX_PLUGIN_BYTES};
+pub use offered::Prompt;
 
 use crate::engine::PluginError;
 use crate::engine::{Engine, LoadedPlugin, Origin};
@@ -17,6 +21,7 @@ use crate::materialize::Arguments;
 use crate::outcome::{CallError, ErrorCode};
 use crate::profile::ToolSet;
 use crate::prompt::PromptSpec;
+use crate::resource::Catalog;
 use crate::schema::Schema;
 use crate::spec::ToolSpec;
 use std::collections::BTreeMap;
@@ -36,6 +41,8 @@ pub struct Plugin {
     signer: Option<String>,
     /// The prompts it offers (contract 0.3.0), checked.
     prompts: Vec<PromptSpec>,
+    /// The URI prefixes it owns and the resources it serves (0.3.0).
+    catalog: Catalog,
 }
 
 impl Plugin {
@@ -44,7 +51,7 @@ impl Plugin {
         sha256: String,
         loaded: LoadedPlugin,
         signer: Option<String>,
-        prompts: Vec<PromptSpec>,
+        (prompts, catalog): (Vec<PromptSpec>, Catalog),
     ) -> Plugin {
         Plugin {
             file: file.to_owned(),
@@ -52,6 +59,7 @@ impl Plugin {
             loaded,
             signer,
             prompts,
+            catalog,
             name: file
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
@@ -82,6 +90,11 @@ impl Plugin {
     /// The prompts it offers.
     pub fn prompts(&self) -> &[PromptSpec] {
         &self.prompts
+    }
+
+    /// The URI prefixes it owns and the resources it serves.
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
     }
 
     /// Whether its code was compiled now or loaded from the cache.
@@ -132,79 +145,6 @@ impl Tool {
     /// The plugin that serves it.
     pub fn plugin(&self) -> &Arc<Plugin> {
         &self.plugin
-    }
-}
-
-/// One prompt, ready to be rendered: its declaration and plugin.
-#[derive(Debug)]
-pub struct Prompt {
-    pub(crate) spec: PromptSpec,
-    pub(crate) plugin: Arc<Plugin>,
-}
-
-impl Prompt {
-    /// What the plugin declared for it.
-    pub fn spec(&self) -> &PromptSpec {
-        &self.spec
-    }
-
-    /// The plugin that serves it.
-    pub fn plugin(&self) -> &Arc<Plugin> {
-        &self.plugin
-    }
-}
-
-/// Why the plugins directory as a whole cannot be served. One plugin that
-/// does not load is a [`LoadFailure`] instead: the others still serve.
-#[derive(Debug, thiserror::Error)]
-pub enum RegistryError {
-    #[error("cannot read plugins directory `{}`: {source}", path.display())]
-    PluginsDir {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-
-    #[error("tool `{tool}` is declared by two plugins: `{}` and `{}`", first.display(), second.display())]
-    DuplicateTool {
-        tool: String,
-        first: PathBuf,
-        second: PathBuf,
-    },
-
-    #[error("prompt `{prompt}` is declared by two plugins: `{}` and `{}`", first.display(), second.display())]
-    DuplicatePrompt {
-        prompt: String,
-        first: PathBuf,
-        second: PathBuf,
-    },
-}
-
-impl RegistryError {
-    /// Stable machine code. A released code never changes.
-    pub fn code(&self) -> &'static str {
-        match self {
-            RegistryError::PluginsDir { .. } => "PLUGINS_DIR",
-            RegistryError::DuplicateTool { .. } => "DUPLICATE_TOOL",
-            RegistryError::DuplicatePrompt { .. } => "DUPLICATE_PROMPT",
-        }
-    }
-
-    pub fn hint(&self) -> String {
-        match self {
-            RegistryError::PluginsDir { .. } => {
-                "pass an existing directory with `--plugins DIR` (or TOOLWARDEN_PLUGINS); \
-                 `make plugins` builds the examples into `target/plugins`"
-                    .into()
-            }
-            RegistryError::DuplicateTool { tool, .. } => format!(
-                "rename `{tool}` in one plugin or remove one of the files: a tool name must \
-                 mean exactly one tool"
-            ),
-            RegistryError::DuplicatePrompt { prompt, .. } => format!(
-                "rename `{prompt}` in one plugin or remove one of the files: a prompt name \
-                 must mean exactly one prompt"
-            ),
-        }
     }
 }
 
@@ -347,6 +287,13 @@ impl Registry {
             }
             self.tools.insert(tool.spec.name.clone(), Arc::new(tool));
         }
+        if let Some((prefix, other)) = self.claimant(&plugin.catalog) {
+            return Err(RegistryError::ResourceClaim {
+                prefix,
+                first: other.file.clone(),
+                second: plugin.file.clone(),
+            });
+        }
         for spec in &plugin.prompts {
             if let Some(existing) = self.prompts.get(&spec.name) {
                 return Err(RegistryError::DuplicatePrompt {
@@ -363,37 +310,6 @@ impl Registry {
         }
         self.plugins.push(plugin);
         Ok(())
-    }
-
-    /// The prompts a session with prompt set `set` sees, in name order.
-    pub fn prompts_in<'a>(&'a self, set: &'a ToolSet<'_>) -> impl Iterator<Item = &'a Arc<Prompt>> {
-        self.prompts
-            .values()
-            .filter(|prompt| set.includes(&prompt.spec.name))
-    }
-
-    /// The prompt `name`, if a session with prompt set `set` may see it;
-    /// else what to tell the person.
-    pub fn prompt(&self, name: &str, set: &ToolSet<'_>) -> Result<&Arc<Prompt>, CallError> {
-        self.prompts
-            .get(name)
-            .filter(|_| set.includes(name))
-            .ok_or_else(|| {
-                let known: Vec<&str> = self.prompts_in(set).map(|p| p.spec.name.as_str()).collect();
-                CallError::new(
-                    ErrorCode::UnknownTool,
-                    format!(
-                        "no prompt named `{}`{}; available prompts: {}",
-                        crate::presentation::one_line(name),
-                        crate::suggest::did_you_mean(name, known.iter().copied()),
-                        if known.is_empty() {
-                            "none".to_owned()
-                        } else {
-                            known.join(", ")
-                        }
-                    ),
-                )
-            })
     }
 
     /// Tools in name order.

@@ -1,6 +1,7 @@
 //! What a plugin is asked besides a call: its preview, for a call the
 //! policy asks a person about; its view of a finished call's result, for a
-//! person reading it back; and its prompts, rendered or completed. Each
+//! person reading it back; its prompts, rendered or completed; and its
+//! resources, read or their templates completed. Each
 //! runs in the same fresh store as a call, but built from a grant that
 //! cannot write (a preview may read the workspace when the tool needs a
 //! filesystem; a result view and a prompt get no filesystem at all, so they
@@ -12,12 +13,14 @@ use super::Sandbox;
 use super::teardown::{Teardown, release};
 use crate::call::{CallId, SessionId};
 use crate::capability::{FsAccess, Grant};
+use crate::content::ResourceContents;
 use crate::engine::guest::{GUEST_WORKSPACE, Place, classify, new_store, race};
 use crate::engine::{CallContext, HostState, ToolFailure};
 use crate::outcome::{CallError, ErrorCode};
 use crate::presentation::Presentation;
 use crate::prompt::RenderedPrompt;
 use crate::registry::{Plugin, Prompt, Tool};
+use crate::resource::ResourceContent;
 use crate::spec::FsNeed;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -47,6 +50,15 @@ enum Asked<'a> {
         value: &'a str,
         context: &'a BTreeMap<String, String>,
     },
+    /// A resource, by URI.
+    Read { uri: &'a str },
+    /// Values for a template's variable.
+    CompleteTemplate {
+        template: &'a str,
+        variable: &'a str,
+        value: &'a str,
+        context: &'a BTreeMap<String, String>,
+    },
 }
 
 /// What the plugin answered, by what was asked.
@@ -54,6 +66,7 @@ enum Answered {
     View(Option<Presentation>),
     Prompt(Result<RenderedPrompt, ToolFailure>),
     Completions(Vec<String>),
+    Read(Result<Vec<ResourceContent>, ToolFailure>),
 }
 
 /// Who is asked, and with what.
@@ -158,6 +171,47 @@ impl Sandbox {
         }
     }
 
+    /// Asks `plugin` for the resource at `uri`, which it owns.
+    pub async fn read_resource(
+        &self,
+        plugin: &Arc<Plugin>,
+        uri: &Arc<str>,
+        call_id: &CallId,
+    ) -> Result<Result<Vec<ResourceContent>, ToolFailure>, CallError> {
+        match self
+            .aside(self.of_plugin(plugin, uri), call_id, Asked::Read { uri })
+            .await?
+        {
+            Answered::Read(read) => Ok(read),
+            _ => Err(mismatch()),
+        }
+    }
+
+    /// Asks `plugin` for values of variable `variable` of its template
+    /// `template`.
+    pub async fn complete_template(
+        &self,
+        plugin: &Arc<Plugin>,
+        template: &Arc<str>,
+        (variable, value): (&str, &str),
+        context: &BTreeMap<String, String>,
+        call_id: &CallId,
+    ) -> Result<Vec<String>, CallError> {
+        let asked = Asked::CompleteTemplate {
+            template,
+            variable,
+            value,
+            context,
+        };
+        match self
+            .aside(self.of_plugin(plugin, template), call_id, asked)
+            .await?
+        {
+            Answered::Completions(values) => Ok(values),
+            _ => Err(mismatch()),
+        }
+    }
+
     fn of_tool<'a>(&self, tool: &'a Tool, fs: FsAccess) -> Aside<'a> {
         Aside {
             plugin: &tool.plugin,
@@ -172,8 +226,12 @@ impl Sandbox {
     }
 
     fn of_prompt<'a>(&self, prompt: &'a Prompt, name: &'a Arc<str>) -> Aside<'a> {
+        self.of_plugin(&prompt.plugin, name)
+    }
+
+    fn of_plugin<'a>(&self, plugin: &'a Arc<Plugin>, name: &'a Arc<str>) -> Aside<'a> {
         Aside {
-            plugin: &prompt.plugin,
+            plugin,
             name,
             fs: FsAccess::None,
             timeout: self.engine.limits().timeout_for(None).min(PREVIEW_TIMEOUT),
@@ -249,6 +307,24 @@ impl Sandbox {
                         .await
                         .map(|r| r.map(Answered::Completions))
                 }
+                Asked::Read { uri } => {
+                    let guest = std::pin::pin!(pre.read_resource(&mut store, uri));
+                    race(guest, stop_at, &never)
+                        .await
+                        .map(|r| r.map(Answered::Read))
+                }
+                Asked::CompleteTemplate {
+                    template,
+                    variable,
+                    value,
+                    context,
+                } => {
+                    let asked = (template, variable, value);
+                    let guest = std::pin::pin!(pre.complete_template(&mut store, asked, context));
+                    race(guest, stop_at, &never)
+                        .await
+                        .map(|r| r.map(Answered::Completions))
+                }
             }
         };
         let mut result = classify(outcome, &store, &pipes, timeout);
@@ -275,9 +351,28 @@ fn mask(secrets: &crate::egress::Secrets, result: &mut Result<Answered, CallErro
             }
             rendered.description.as_mut().into_iter().collect()
         }
-        Ok(Answered::Prompt(Err(
-            ToolFailure::InvalidArgs(m) | ToolFailure::NotFound(m) | ToolFailure::Failed(m),
-        ))) => vec![m],
+        Ok(Answered::Read(Ok(parts))) => {
+            let mut texts = Vec::new();
+            for part in parts {
+                match &mut part.contents {
+                    ResourceContents::Text(text) => texts.push(text),
+                    ResourceContents::Blob(blob) => {
+                        if let Some(masked) = secrets.mask_bytes(&blob.0) {
+                            blob.0 = masked;
+                        }
+                    }
+                }
+            }
+            texts
+        }
+        Ok(
+            Answered::Prompt(Err(
+                ToolFailure::InvalidArgs(m) | ToolFailure::NotFound(m) | ToolFailure::Failed(m),
+            ))
+            | Answered::Read(Err(
+                ToolFailure::InvalidArgs(m) | ToolFailure::NotFound(m) | ToolFailure::Failed(m),
+            )),
+        ) => vec![m],
         Ok(Answered::Completions(values)) => values.iter_mut().collect(),
         Err(error) => vec![&mut error.message],
     };

@@ -19,8 +19,8 @@ pub enum RuleMatch {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Miss {
     Tools,
-    /// The rule decides prompts, not tool calls.
-    Prompts,
+    /// The rule decides prompts or resources, not tool calls.
+    NotAboutCalls,
     Plugin,
     Risk,
     Effect(Effect),

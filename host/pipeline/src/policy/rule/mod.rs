@@ -12,9 +12,10 @@
 //! (distinct people) and `self_approval` (whether the caller may).
 //!
 //! A rule with `prompts` (name globs) decides which prompts a session may
-//! get instead, and never a tool call: beside it only `plugin` and `caller`
-//! make sense, and it allows or denies (a prompt is fetched by a person in
-//! their client, so there is nobody else to ask).
+//! get instead, one with `resources` (URI globs) which resources it may
+//! read, and neither ever a tool call: beside them only `plugin` and
+//! `caller` make sense, and they allow or deny (a person fetches a prompt or
+//! a resource in their own client, so there is nobody else to ask).
 
 use super::PolicyError;
 use crate::canonical_url::{CanonicalUrl, UrlPattern};
@@ -94,6 +95,8 @@ pub struct RuleDef {
     pub tools: Option<Vec<String>>,
     /// Makes the rule one about prompts (`prompts/get`), by name globs.
     pub prompts: Option<Vec<String>>,
+    /// Makes the rule one about resources (`resources/read`), by URI globs.
+    pub resources: Option<Vec<String>>,
     pub plugin: Option<Vec<String>>,
     pub risk: Option<Vec<Risk>>,
     pub effects: Option<Vec<Effect>>,
@@ -123,6 +126,7 @@ pub struct Rule {
     description: Arc<str>,
     tools: Option<GlobSet>,
     prompts: Option<GlobSet>,
+    resources: Option<GlobSet>,
     plugin: Option<GlobSet>,
     parent: Option<GlobSet>,
     caller: CallerMatcher,
@@ -132,9 +136,34 @@ pub struct Rule {
     url_entries: Vec<(usize, UrlPattern)>,
 }
 
-/// What a rule about prompts may not say: the matchers about tool calls,
-/// and `ask`.
-fn check_prompt_rule(def: &RuleDef) -> Result<(), (String, &'static str)> {
+/// What a rule decides when it does not decide tool calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Offered {
+    /// `prompts/get`, by prompt name.
+    Prompt,
+    /// `resources/read`, by URI.
+    Resource,
+}
+
+impl Offered {
+    /// The rule key that makes a rule about it.
+    pub fn key(self) -> &'static str {
+        match self {
+            Offered::Prompt => "prompts",
+            Offered::Resource => "resources",
+        }
+    }
+}
+
+/// What a rule about prompts or resources may not say: the matchers about
+/// tool calls, the other of the two, and `ask`.
+fn check_offer_rule(def: &RuleDef, key: &str) -> Result<(), (String, &'static str)> {
+    if def.prompts.is_some() && def.resources.is_some() {
+        return Err((
+            "a rule decides prompts or resources, not both".into(),
+            "write one rule for each",
+        ));
+    }
     let about_calls = [
         ("tools", def.tools.is_some()),
         ("risk", def.risk.is_some()),
@@ -145,19 +174,25 @@ fn check_prompt_rule(def: &RuleDef) -> Result<(), (String, &'static str)> {
         ("parent", def.parent.is_some()),
         ("when", !def.when.is_empty()),
     ];
-    if let Some((key, _)) = about_calls.iter().find(|(_, set)| *set) {
+    if about_calls.iter().any(|(_, set)| *set) {
         return Err((
             format!(
-                "a rule with `prompts` decides prompts, so `{key}` (about tool calls) has no place in it"
+                "a rule with `{key}` decides {key}, so `{}` (about tool calls) has no place in it",
+                about_calls
+                    .iter()
+                    .find(|(_, set)| *set)
+                    .map_or("", |(k, _)| k)
             ),
-            "write a separate rule for the tools; beside `prompts` a rule may say `plugin` and `caller`",
+            "write a separate rule for the tools; beside `prompts` or `resources` a rule may say \
+             `plugin` and `caller`",
         ));
     }
     if def.verdict == Verdict::Ask {
         return Err((
-            "a rule with `prompts` cannot `ask`: a person fetches a prompt in their own client, so \
-             there is nobody else to ask"
-                .into(),
+            format!(
+                "a rule with `{key}` cannot `ask`: a person fetches these in their own client, \
+                 so there is nobody else to ask"
+            ),
             "decide `allow` or `deny`",
         ));
     }
@@ -227,8 +262,13 @@ impl Rule {
         def.approvers
             .check(def.verdict)
             .map_err(|(message, hint)| error(message, hint))?;
-        if def.prompts.is_some() {
-            check_prompt_rule(&def).map_err(|(message, hint)| error(message, hint))?;
+        let offer_key = match (&def.prompts, &def.resources) {
+            (Some(_), _) => Some("prompts"),
+            (None, Some(_)) => Some("resources"),
+            (None, None) => None,
+        };
+        if let Some(key) = offer_key {
+            check_offer_rule(&def, key).map_err(|(message, hint)| error(message, hint))?;
         }
         let tools = def
             .tools
@@ -239,6 +279,11 @@ impl Rule {
             .prompts
             .as_deref()
             .map(|p| globs(p, "prompts", &error))
+            .transpose()?;
+        let resources = def
+            .resources
+            .as_deref()
+            .map(|r| globs(r, "resources", &error))
             .transpose()?;
         let plugin = def
             .plugin
@@ -285,6 +330,7 @@ impl Rule {
             description,
             tools,
             prompts,
+            resources,
             plugin,
             parent,
             caller,
@@ -306,9 +352,13 @@ impl Rule {
         self.def.tools.as_deref()
     }
 
-    /// Whether the rule decides prompts rather than tool calls.
-    pub(super) fn is_about_prompts(&self) -> bool {
-        self.prompts.is_some()
+    /// What the rule decides instead of tool calls, if anything.
+    pub(super) fn offers(&self) -> Option<Offered> {
+        match (&self.prompts, &self.resources) {
+            (Some(_), _) => Some(Offered::Prompt),
+            (None, Some(_)) => Some(Offered::Resource),
+            (None, None) => None,
+        }
     }
 
     /// Whether the rule matches on who the caller is.
@@ -316,10 +366,21 @@ impl Rule {
         self.def.caller.is_some()
     }
 
-    /// Whether the rule applies to prompt `prompt` of the plugin file
-    /// `plugin` requested by `who`; false for a rule about tool calls.
-    pub(super) fn matches_prompt(&self, prompt: &str, plugin: &str, who: Who<'_>) -> bool {
-        self.prompts.as_ref().is_some_and(|p| p.is_match(prompt))
+    /// Whether the rule applies to `name` (a prompt name or a resource
+    /// URI, as `kind` says) of the plugin file `plugin` requested by
+    /// `who`; false for a rule about anything else.
+    pub(super) fn matches_offered(
+        &self,
+        kind: Offered,
+        name: &str,
+        plugin: &str,
+        who: Who<'_>,
+    ) -> bool {
+        let globs = match kind {
+            Offered::Prompt => &self.prompts,
+            Offered::Resource => &self.resources,
+        };
+        globs.as_ref().is_some_and(|g| g.is_match(name))
             && self.plugin.as_ref().is_none_or(|p| p.is_match(plugin))
             && match self.caller.check(who) {
                 None => true,
@@ -353,8 +414,8 @@ impl Rule {
         network: &Network,
         (caller, who): (Caller<'_>, Who<'_>),
     ) -> Option<RuleMatch> {
-        if self.prompts.is_some() {
-            return Some(RuleMatch::Missed(Miss::Prompts));
+        if self.offers().is_some() {
+            return Some(RuleMatch::Missed(Miss::NotAboutCalls));
         }
         if let Some(tools) = &self.tools
             && !tools.is_match(&spec.name)

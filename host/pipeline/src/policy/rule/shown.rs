@@ -46,7 +46,9 @@ impl Rule {
     ) -> String {
         match miss {
             Miss::Tools => format!("`tools` does not match `{}`", spec.name),
-            Miss::Prompts => "it decides prompts (`prompts`), not tool calls".into(),
+            Miss::NotAboutCalls => {
+                "it decides prompts or resources (`prompts`, `resources`), not tool calls".into()
+            }
             Miss::Plugin => format!("`plugin` does not match `{plugin}`"),
             Miss::Risk => format!(
                 "`risk` is not {}",
@@ -114,6 +116,7 @@ impl Rule {
         let (a, b) = (&self.def, &other.def);
         sorted(&a.tools) == sorted(&b.tools)
             && sorted(&a.prompts) == sorted(&b.prompts)
+            && sorted(&a.resources) == sorted(&b.resources)
             && sorted(&a.plugin) == sorted(&b.plugin)
             && sorted(&a.risk) == sorted(&b.risk)
             && sorted(&a.effects) == sorted(&b.effects)
@@ -166,6 +169,9 @@ impl Rule {
             }
             if let Some(prompts) = sorted(&d.prompts) {
                 object.insert("prompts".into(), serde_json::json!(prompts));
+            }
+            if let Some(resources) = sorted(&d.resources) {
+                object.insert("resources".into(), serde_json::json!(resources));
             }
             if !d.approvers.is_default() {
                 object.insert("approvers".into(), serde_json::json!(d.approvers));
