@@ -38,6 +38,7 @@ mod registry;
 mod resources;
 mod retention;
 mod retry;
+mod sampling;
 mod sandbox;
 mod scheduler;
 mod sdk;

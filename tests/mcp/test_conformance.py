@@ -41,6 +41,12 @@ resources = ["test://*"]
 decision = "allow"
 reason = "the conformance suite's resources are fixed data"
 
+[[rule]]
+sampling = ["test_*"]
+decision = "allow"
+max_tokens = 200
+reason = "the conformance suite's tools ask the client's model short questions"
+
 [mcp]
 # The tasks scenarios' tools registered with task support `required`.
 task_only = ["failing_job", "test_tool_with_task"]

@@ -12,12 +12,23 @@
 //! call (tool, arguments, plugin, grant, policy) and consumes it once.
 //! Hosts that share a store keep their states in it, so a retry may reach
 //! any of them.
+//!
+//! A tool's requests to the client (sampling, roots) travel the same way;
+//! SEP-2577 deprecates both, and 2026-07-28 clients still answer them in
+//! `inputResponses`, so their deprecated types are used here on purpose.
+
+#![allow(deprecated)]
 
 use crate::approval::ApprovalDecision;
 use crate::call::SessionId;
-use crate::question::{Answer, Answers};
+use crate::question::{Answer, Answers, Need};
+use crate::sampling::{Completion, RootList, Sampling};
 use crate::store::{Store, now_ms};
-use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
+use rmcp::model::{
+    ClientCapabilities, CreateMessageRequest, CreateMessageRequestParams, ElicitRequestParams,
+    ElicitResult, ElicitationAction, ElicitationSchema, InputRequest, InputRequests,
+    ListRootsRequest,
+};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -135,24 +146,98 @@ fn ttl_ms() -> i64 {
 }
 
 /// The answers in a retry's `inputResponses`, each an elicitation result
-/// (`action`, and `content` when accepted); what is wrong with them
-/// otherwise. Keys are taken as sent: a tool only reads the ones it asks.
+/// (`action`, and `content` when accepted), a sampling result (`model`,
+/// `role`, `content`) or a roots list (`roots`); what is wrong with them
+/// otherwise. Keys are taken as sent: a tool only reads the ones it asks,
+/// and the host checks each against what was asked before the tool sees it.
 pub fn answers(responses: &rmcp::model::InputResponses) -> Result<Answers, String> {
     responses
         .iter()
         .map(|(key, response)| {
-            let answer = reply_answer(response)
-                .map_err(|e| format!("inputResponses.{key} is not an elicitation result: {e}"))?;
+            let answer = reply_answer(response).map_err(|e| {
+                format!("inputResponses.{key} is not an elicitation, sampling or roots result: {e}")
+            })?;
             Ok((key.clone(), answer))
         })
         .collect()
 }
 
 /// A reply as the client sent it (in `inputResponses` or `tasks/update`)
-/// as the answer to a tool's question; an error if it is not an
-/// elicitation result.
+/// as the answer to a tool's request, told apart by its shape; an error if
+/// it is none of the three results.
 pub fn reply_answer(reply: &serde_json::Value) -> Result<Answer, serde_json::Error> {
+    if reply.get("roots").is_some() {
+        return RootList::deserialize(reply).map(|list| Answer::Roots(list.roots));
+    }
+    if reply.get("action").is_none() && reply.get("model").is_some() {
+        return Completion::deserialize(reply).map(Answer::Sampled);
+    }
     ElicitResult::deserialize(reply).map(answer)
+}
+
+/// A tool's request to the client as an input request of an
+/// `input_required` result; `None` if it cannot be carried.
+pub fn input_request(question: &crate::question::Question) -> Option<InputRequest> {
+    match &question.need {
+        Need::Form => question_form(question)
+            .map(|form| InputRequest::Elicitation(rmcp::model::ElicitRequest::new(form))),
+        Need::Sample(sampling) => sampling_params(sampling)
+            .map(|params| InputRequest::CreateMessage(CreateMessageRequest::new(params))),
+        Need::Roots => Some(InputRequest::ListRoots(ListRootsRequest::default())),
+    }
+}
+
+/// A sampling request as rmcp carries it; the same JSON.
+pub fn sampling_params(sampling: &Sampling) -> Option<CreateMessageRequestParams> {
+    serde_json::to_value(sampling)
+        .and_then(serde_json::from_value)
+        .map_err(|e| tracing::warn!("a sampling request is not expressible: {e}"))
+        .ok()
+}
+
+/// The client capabilities the requests a run stopped at need that
+/// `declared` lacks, as MCP names them in a -32021 error; `None` when it
+/// has them all.
+pub fn lacking(
+    questions: &[crate::question::Question],
+    declared: Option<&ClientCapabilities>,
+) -> Option<ClientCapabilities> {
+    let mut missing = serde_json::Map::new();
+    for question in questions {
+        let has = declared.is_some_and(|caps| match &question.need {
+            Need::Form => caps.elicitation.is_some(),
+            Need::Sample(_) => caps.sampling.is_some(),
+            Need::Roots => caps.roots.is_some(),
+        });
+        if !has {
+            missing.insert(
+                question.need.capability().to_owned(),
+                serde_json::Value::Object(Default::default()),
+            );
+        }
+    }
+    (!missing.is_empty())
+        .then(|| serde_json::from_value(serde_json::Value::Object(missing)).unwrap_or_default())
+}
+
+/// Whether what a client lacks keeps it from the tool's requests to the
+/// client itself (sampling, roots), which are then refused, rather than
+/// only from a form, which it never was asked before and is not now.
+pub fn lacks_client_requests(missing: &ClientCapabilities) -> bool {
+    missing.sampling.is_some() || missing.roots.is_some()
+}
+
+/// Every request a run stopped at as an input request, by key; `None`
+/// when there are none or one cannot be carried, so that nobody is asked
+/// a part of what the call needs.
+pub fn input_requests(questions: &[crate::question::Question]) -> Option<InputRequests> {
+    if questions.is_empty() {
+        return None;
+    }
+    questions
+        .iter()
+        .map(|question| Some((question.key.clone(), input_request(question)?)))
+        .collect()
 }
 
 /// What a reply as the client sent it decides on an approval; `None` if it
@@ -179,7 +264,10 @@ pub fn answer(result: ElicitResult) -> Answer {
 
 /// A tool's question as a form elicitation; `None` if the client's SDK
 /// cannot carry its form (the host checked it against the same subset).
-fn question_form(question: &crate::question::Question) -> Option<ElicitRequestParams> {
+pub fn question_form(question: &crate::question::Question) -> Option<ElicitRequestParams> {
+    if question.need != Need::Form {
+        return None;
+    }
     let requested_schema = serde_json::from_value::<ElicitationSchema>(question.form.clone())
         .map_err(|e| tracing::warn!("question `{}`: form not expressible: {e}", question.key))
         .ok()?;
@@ -188,21 +276,6 @@ fn question_form(question: &crate::question::Question) -> Option<ElicitRequestPa
         message: question.prompt(),
         requested_schema,
     })
-}
-
-/// Each question a run stopped at with its form elicitation, in order;
-/// `None` when there are none or one cannot be carried, so that nobody is
-/// asked a part of what the call needs.
-pub fn question_forms(
-    questions: &[crate::question::Question],
-) -> Option<Vec<(&crate::question::Question, ElicitRequestParams)>> {
-    if questions.is_empty() {
-        return None;
-    }
-    questions
-        .iter()
-        .map(|question| Some((question, question_form(question)?)))
-        .collect()
 }
 
 /// The one field of the host's approval form; no plugin's form may have a

@@ -52,8 +52,8 @@ mod watch;
 // The library's modules, by the names this code knew them under when it
 // was one crate with them.
 use toolwarden::{
-    approval, call, config, content, controller, outcome, presentation, prompt, question, spec,
-    store,
+    approval, call, config, content, controller, outcome, presentation, prompt, question, sampling,
+    spec, store,
 };
 use toolwarden_web as web_origin;
 
@@ -316,13 +316,11 @@ impl ServerHandler for Server {
                     }
                 }
                 Some(ErrorCode::InputRequired) => {
-                    asked = self.hand_question(&cx, &request, &result);
+                    asked = self.hand_question(&cx, &request, &result)?;
                 }
                 _ => {}
             }
-        } else if tasks::stops_for_a_person(&result)
-            && !cx.peer.supported_elicitation_modes().is_empty()
-        {
+        } else if tasks::stops_for_a_person(&result) && questions::can_answer(&cx, &result) {
             // Boxed: inline, this rare wait (kilobytes of future) would make
             // every call's future that much larger, and rmcp moves a
             // request's future when it spawns it.

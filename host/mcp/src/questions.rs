@@ -1,26 +1,33 @@
 //! A tool's questions to the person behind an MCP client (the `ask`
-//! import). A call that asked one ends `INPUT_REQUIRED`; this module asks
-//! the person and makes the call again with the answer, or hands the
-//! question to the client to ask:
-//! - a legacy client that declared elicitation gets a form elicitation
-//!   (for the approval a rerun needs, too), and the call runs again on this
-//!   connection once it is answered;
-//! - a 2026-07-28 client that declared elicitation gets an
-//!   `input_required` result with a single-use request state holding the
-//!   answers so far; its retry with the new answer runs the call again;
+//! import) and its requests to the client itself (the `client` import:
+//! sampling, roots). A call that made one ends `INPUT_REQUIRED`; this
+//! module asks and makes the call again with the answer, or hands the
+//! requests to the client:
+//! - a legacy client gets a form elicitation per question (for the
+//!   approval a rerun needs, too), a `sampling/createMessage` or a
+//!   `roots/list` per request, and the call runs again on this connection
+//!   once they are answered; a request for a capability the client did not
+//!   declare is answered, to the tool, with why it was not made;
+//! - a 2026-07-28 client that declared every capability the requests need
+//!   gets an `input_required` result with a single-use request state
+//!   holding the answers so far; its retry with the new answers runs the
+//!   call again; one that did not is refused (-32021, naming them);
 //! - any other client gets the `INPUT_REQUIRED` error, which names the
 //!   question: nothing more runs.
+//!
+//! Sampling and roots are what SEP-2577 deprecates; the revisions clients
+//! speak still have them, so they are used here on purpose.
 //!
 //! The answer is checked against the question's form by the host before the
 //! tool sees it, not here. This module never decides whether a call may run.
 
+#![allow(deprecated)]
+
 use super::{ELICITATION_TIMEOUT, Server, input};
 use crate::call::{CallId, CallRequest, RawArgs};
 use crate::outcome::{CallResult, ErrorCode};
-use crate::question::MAX_QUESTIONS;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ElicitRequest, InputRequest, InputRequiredResult,
-};
+use crate::question::{Answer, MAX_QUESTIONS, Need};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, InputRequiredResult};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 
@@ -92,34 +99,41 @@ impl Server {
         }
     }
 
-    /// For a 2026-07-28 client that can show a form: the question `result`
-    /// stopped at, as an `input_required` result whose request state holds
-    /// the answers `request` ran with. `None` when the client cannot be asked.
+    /// For a 2026-07-28 client: what `result` stopped at, as an
+    /// `input_required` result whose request state holds the answers
+    /// `request` ran with. `Ok(None)` when it cannot be handed over (the
+    /// call's own `INPUT_REQUIRED` result then says what it waits for);
+    /// `Err` when the client did not declare a capability the requests need.
     pub(super) fn hand_question(
         &self,
         cx: &RequestContext<RoleServer>,
         request: &CallRequest,
         result: &CallResult,
-    ) -> Option<CallToolResponse> {
-        cx.client_capabilities()?.elicitation.as_ref()?;
-        let requests = input::question_forms(&result.questions)?
-            .into_iter()
-            .map(|(question, form)| {
-                (
-                    question.key.clone(),
-                    InputRequest::Elicitation(ElicitRequest::new(form)),
-                )
-            })
-            .collect();
-        let state = self.states.issue(input::Pending::Questions {
+    ) -> Result<Option<CallToolResponse>, McpError> {
+        // A client that cannot show a form keeps the `INPUT_REQUIRED`
+        // result it always got; one that lacks a capability a request to
+        // the client needs is refused, as the revision says.
+        if let Some(missing) = input::lacking(&result.questions, cx.client_capabilities().as_ref())
+        {
+            return if input::lacks_client_requests(&missing) {
+                Err(McpError::missing_required_client_capability(missing))
+            } else {
+                Ok(None)
+            };
+        }
+        let Some(requests) = input::input_requests(&result.questions) else {
+            return Ok(None);
+        };
+        let Some(state) = self.states.issue(input::Pending::Questions {
             session: request.session.clone(),
             tool: request.tool.clone(),
             arguments: object_of(&request.args),
             answers: request.answers.clone(),
-        })?;
-        Some(CallToolResponse::InputRequired(InputRequiredResult::new(
-            Some(requests),
-            Some(state),
+        }) else {
+            return Ok(None);
+        };
+        Ok(Some(CallToolResponse::InputRequired(
+            InputRequiredResult::new(Some(requests), Some(state)),
         )))
     }
 
@@ -148,26 +162,14 @@ impl Server {
                     request.approval = Some(id);
                 }
                 Some(ErrorCode::InputRequired) => {
-                    let Some(forms) = input::question_forms(&result.questions) else {
+                    if result.questions.is_empty() {
                         return result;
-                    };
-                    for (question, form) in forms {
-                        let answer = match tokio::time::timeout(
-                            ELICITATION_TIMEOUT,
-                            cx.peer.create_elicitation(form),
-                        )
-                        .await
-                        {
-                            Ok(Ok(answer)) => answer,
-                            Ok(Err(e)) => {
-                                tracing::warn!("asking question `{}` failed: {e}", question.key);
-                                return result;
-                            }
-                            Err(_) => return result,
+                    }
+                    for question in &result.questions {
+                        let Some(answer) = request_of_client(cx, question).await else {
+                            return result;
                         };
-                        request
-                            .answers
-                            .insert(question.key.clone(), input::answer(answer));
+                        request.answers.insert(question.key.clone(), answer);
                     }
                     request.approval = None;
                 }
@@ -177,6 +179,91 @@ impl Server {
             result = self.run(request.clone(), cx).await;
         }
         result
+    }
+}
+
+/// Whether a legacy client can answer what `result` stopped for: an
+/// approval or a question needs elicitation; a request to the client is
+/// answered either way (with why it was not made, when it cannot be).
+pub(super) fn can_answer(cx: &RequestContext<RoleServer>, result: &CallResult) -> bool {
+    !cx.peer.supported_elicitation_modes().is_empty()
+        || (result.code() == Some(ErrorCode::InputRequired)
+            && result.questions.iter().all(|q| q.need != Need::Form))
+}
+
+/// Makes `question` of a legacy client: a form elicitation, a sampling
+/// request or a roots listing, each within [`ELICITATION_TIMEOUT`].
+/// `None` when nothing is to be had (a form the client cannot show, no
+/// answer in time): the call then ends as it stopped. A request the client
+/// cannot or will not answer gets an answer saying so, which the tool sees.
+async fn request_of_client(
+    cx: &RequestContext<RoleServer>,
+    question: &crate::question::Question,
+) -> Option<Answer> {
+    let info = cx.peer.peer_info();
+    let declared = info.as_ref().map(|info| &info.capabilities);
+    let lacks = |capability: &str| {
+        Answer::Failed(format!(
+            "the client did not declare the `{capability}` capability, so it was not asked"
+        ))
+    };
+    let within = |what: &str| format!("the client did not answer the {what} request in time");
+    match &question.need {
+        Need::Form => {
+            let form = input::question_form(question)?;
+            match tokio::time::timeout(ELICITATION_TIMEOUT, cx.peer.create_elicitation(form)).await
+            {
+                Ok(Ok(answer)) => Some(input::answer(answer)),
+                Ok(Err(e)) => {
+                    tracing::warn!("asking question `{}` failed: {e}", question.key);
+                    None
+                }
+                Err(_) => None,
+            }
+        }
+        Need::Sample(sampling) => {
+            if declared.is_none_or(|caps| caps.sampling.is_none()) {
+                return Some(lacks("sampling"));
+            }
+            let params = input::sampling_params(sampling)?;
+            Some(
+                match tokio::time::timeout(ELICITATION_TIMEOUT, cx.peer.create_message(params))
+                    .await
+                {
+                    Ok(Ok(answer)) => serde_json::to_value(answer)
+                        .and_then(serde_json::from_value)
+                        .map(Answer::Sampled)
+                        .unwrap_or_else(|e| {
+                            Answer::Failed(format!(
+                                "the client's sampling answer is malformed: {e}"
+                            ))
+                        }),
+                    Ok(Err(e)) => Answer::Failed(format!("the client refused to sample: {e}")),
+                    Err(_) => Answer::Failed(within("sampling")),
+                },
+            )
+        }
+        Need::Roots => {
+            if declared.is_none_or(|caps| caps.roots.is_none()) {
+                return Some(lacks("roots"));
+            }
+            Some(
+                match tokio::time::timeout(ELICITATION_TIMEOUT, cx.peer.list_roots()).await {
+                    Ok(Ok(listed)) => Answer::Roots(
+                        listed
+                            .roots
+                            .into_iter()
+                            .map(|r| crate::sampling::Root {
+                                uri: r.uri,
+                                name: r.name,
+                            })
+                            .collect(),
+                    ),
+                    Ok(Err(e)) => Answer::Failed(format!("the client did not list its roots: {e}")),
+                    Err(_) => Answer::Failed(within("roots")),
+                },
+            )
+        }
     }
 }
 

@@ -233,6 +233,9 @@ pub struct Grant {
     /// Deny and ask rules on URLs, held to every request the call sends.
     #[serde(skip)]
     pub urls: UrlRules,
+    /// What the call may ask of the client's model; none: nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<crate::sampling::SamplingGrant>,
 }
 
 #[cfg(test)]

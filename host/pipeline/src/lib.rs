@@ -74,6 +74,7 @@ mod real_path;
 pub mod records;
 pub mod registry;
 pub mod resource;
+pub mod sampling;
 mod sandbox;
 mod scheduler;
 mod schema;

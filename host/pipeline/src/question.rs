@@ -1,9 +1,11 @@
 //! Questions a running tool asks the person on the other side (the `ask`
-//! import of `toolwarden:tool@0.2.0`), and their answers.
+//! import of `toolwarden:tool@0.2.0`), and their answers; and, since
+//! 0.3.0, the other requests a call stops for in the same way (the
+//! `client` import: a completion from the client's model, its roots).
 //!
 //! A question is a message and a form: a flat JSON Schema object in the
 //! subset MCP elicitation allows, checked here before anyone is shown it.
-//! An answer is checked against its form before the plugin sees it. This
+//! An answer is checked against what was asked before the plugin sees it. This
 //! module only describes; it never asks anyone (the edges do: `mcp`, `cli`)
 //! and never runs a call (the controller runs it again with the answers).
 
@@ -33,9 +35,13 @@ pub const RESERVED_PREFIX: &str = "toolwarden";
 pub struct Question {
     /// Names the question within its call, the same each run.
     pub key: String,
+    /// What is asked, and of whom.
+    pub need: Need,
     /// The plugin's text, as it wrote it; a person is shown [`Question::prompt`].
+    /// For a request to the client: a one-line summary of it.
     pub message: String,
-    /// The form's JSON Schema, already checked.
+    /// The form's JSON Schema, already checked; `null` for a request to
+    /// the client.
     pub form: Value,
     /// The tool that asked, named by the host.
     pub tool: String,
@@ -43,7 +49,30 @@ pub struct Question {
     pub plugin: String,
 }
 
-/// What the person did with a question.
+/// Of whom a call's question asks what.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Need {
+    /// The person: a form (`message`, `form`).
+    Form,
+    /// The client's model: a completion (`sampling/createMessage`).
+    Sample(Box<crate::sampling::Sampling>),
+    /// The client: its roots (`roots/list`).
+    Roots,
+}
+
+impl Need {
+    /// The client capability answering it takes (MCP's name).
+    pub fn capability(&self) -> &'static str {
+        match self {
+            Need::Form => "elicitation",
+            Need::Sample(_) => "sampling",
+            Need::Roots => "roots",
+        }
+    }
+}
+
+/// What the person (or the client) did with a question.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "action", content = "content", rename_all = "snake_case")]
 pub enum Answer {
@@ -51,6 +80,12 @@ pub enum Answer {
     Accepted(Value),
     Declined,
     Cancelled,
+    /// The client's model answered a sampling request.
+    Sampled(crate::sampling::Completion),
+    /// The client listed its roots.
+    Roots(Vec<crate::sampling::Root>),
+    /// The client could not or would not answer a request: why.
+    Failed(String),
 }
 
 /// The answers a call runs with, by question key.
@@ -58,13 +93,42 @@ pub enum Answer {
 pub struct Answers(BTreeMap<String, Answer>);
 
 /// A question as the audit log records it: asked, and how it was answered
-/// (none: the call stopped to ask it).
+/// (none: the call stopped to ask it). A sampling request is recorded whole;
+/// the model's answer only by its digest, size and model.
 #[derive(Clone, Debug, Serialize)]
 pub struct Asked {
     pub key: String,
+    /// `elicitation`, `sampling` or `roots`.
+    pub kind: &'static str,
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub request: Option<Box<crate::sampling::Sampling>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub answer: Option<Answer>,
+}
+
+impl Asked {
+    pub fn new(question: &Question, answer: Option<&Answer>) -> Asked {
+        let answer = answer.map(|answer| match answer {
+            Answer::Sampled(completion) => Answer::Accepted(serde_json::json!({
+                "model": completion.model,
+                "stop_reason": completion.stop_reason,
+                "sha256": completion.digest(),
+                "parts": completion.content.len(),
+            })),
+            other => other.clone(),
+        });
+        Asked {
+            key: question.key.clone(),
+            kind: question.need.capability(),
+            message: question.message.clone(),
+            request: match &question.need {
+                Need::Sample(sampling) => Some(sampling.clone()),
+                Need::Form | Need::Roots => None,
+            },
+            answer,
+        }
+    }
 }
 
 impl Answers {
@@ -95,17 +159,7 @@ impl FromIterator<(String, Answer)> for Answers {
 impl Question {
     /// A question as a plugin asked it, or why it is malformed.
     pub fn new(key: String, message: String, form: &str) -> Result<Question, String> {
-        if key.is_empty()
-            || key.len() > MAX_KEY_LEN
-            || !key
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
-        {
-            return Err(format!(
-                "the question key `{}` is not 1-{MAX_KEY_LEN} characters of [a-z0-9_-]",
-                crate::presentation::cut_to(key, 80)
-            ));
-        }
+        check_key(&key)?;
         if message.len() > MAX_MESSAGE_BYTES {
             return Err(format!(
                 "the message of question `{key}` is {} bytes, more than {MAX_MESSAGE_BYTES}",
@@ -123,8 +177,33 @@ impl Question {
         check_form(&form).map_err(|e| format!("the form of question `{key}` {e}"))?;
         Ok(Question {
             key,
+            need: Need::Form,
             message,
             form,
+            tool: String::new(),
+            plugin: String::new(),
+        })
+    }
+
+    /// A request to the client (`need` is not [`Need::Form`]) under `key`,
+    /// or why it is malformed.
+    pub fn to_client(key: String, need: Need) -> Result<Question, String> {
+        check_key(&key)?;
+        let message = match &need {
+            Need::Form => return Err(format!("request `{key}` has no form")),
+            Need::Sample(sampling) => {
+                sampling
+                    .check()
+                    .map_err(|e| format!("request `{key}`: {e}"))?;
+                sampling.summary()
+            }
+            Need::Roots => "the client's roots".to_owned(),
+        };
+        Ok(Question {
+            key,
+            need,
+            message,
+            form: Value::Null,
             tool: String::new(),
             plugin: String::new(),
         })
@@ -146,8 +225,26 @@ impl Question {
     /// question always does; accepted content must be an object with the
     /// form's fields only, each as the form describes it.
     pub fn admits(&self, answer: &Answer) -> Result<(), String> {
-        let Answer::Accepted(content) = answer else {
-            return Ok(());
+        let content = match (&self.need, answer) {
+            (Need::Form, Answer::Accepted(content)) => content,
+            (Need::Form, Answer::Declined | Answer::Cancelled)
+            | (Need::Sample(_) | Need::Roots, Answer::Failed(_)) => return Ok(()),
+            (Need::Sample(_), Answer::Sampled(completion)) => {
+                return completion
+                    .check()
+                    .map_err(|e| format!("request `{}`: {e}", self.key));
+            }
+            (Need::Roots, Answer::Roots(roots)) => {
+                return crate::sampling::check_roots(roots)
+                    .map_err(|e| format!("request `{}`: {e}", self.key));
+            }
+            (need, _) => {
+                return Err(format!(
+                    "the answer to `{}` is not what a {} request gets",
+                    self.key,
+                    need.capability()
+                ));
+            }
         };
         let mut schema = self.form.clone();
         if let Some(map) = schema.as_object_mut() {
@@ -179,6 +276,21 @@ impl Question {
             ))
         }
     }
+}
+
+fn check_key(key: &str) -> Result<(), String> {
+    if key.is_empty()
+        || key.len() > MAX_KEY_LEN
+        || !key
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+    {
+        return Err(format!(
+            "the question key `{}` is not 1-{MAX_KEY_LEN} characters of [a-z0-9_-]",
+            crate::presentation::cut_to(key.to_owned(), 80)
+        ));
+    }
+    Ok(())
 }
 
 const COMMON: &[&str] = &["type", "title", "description", "default"];

@@ -21,6 +21,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "content",
             "suggest",
             "presentation",
+            "sampling",
             "question",
             "when",
             "outcome",

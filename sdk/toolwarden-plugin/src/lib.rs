@@ -39,6 +39,7 @@
 //! The crate never decides policy: what a tool declares here (effects, risk,
 //! filesystem) is a claim the host checks and governs, not a permission.
 
+pub mod client;
 mod export;
 pub mod http;
 pub mod prompts;
@@ -59,7 +60,8 @@ pub mod bindings {
         pub_export_macro: true,
         export_macro_name: "export_component",
         default_bindings_module: "toolwarden_plugin::bindings",
-        additional_derives: [PartialEq, Eq],
+        // Not `Eq`: a sampling request's temperature is a float.
+        additional_derives: [PartialEq],
     });
 }
 
@@ -409,7 +411,7 @@ impl<V: Serialize + schemars::JsonSchema> IntoReply for Reply<V> {
 }
 
 /// The output a handler produced, as the host receives it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Output {
     /// The result as JSON text.
     pub value: String,

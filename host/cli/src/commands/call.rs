@@ -9,7 +9,7 @@ use crate::controller::Controller;
 use crate::error::Error;
 use crate::outcome::{CallResult, ErrorCode, Status};
 use crate::printer::{Printer, timestamp};
-use crate::question::{Answer, MAX_QUESTIONS, Question};
+use crate::question::{Answer, MAX_QUESTIONS, Need, Question};
 use serde_json::{Map, Value};
 use std::io::{BufRead, IsTerminal, Read, Write};
 
@@ -123,8 +123,25 @@ pub fn run(config: Config, opts: Options, printer: Printer) -> Result<ExitStatus
 
 /// Asks `question` at the terminal, field by field, until the answer fits
 /// its form (three tries): `n` at the first prompt declines, an empty line
-/// cancels.
+/// cancels. A request of an MCP client's own (sampling, roots) is answered
+/// with why the terminal cannot: the tool sees that and goes on.
 fn ask(question: &Question) -> Answer {
+    match question.need {
+        Need::Form => {}
+        Need::Sample(_) => {
+            return Answer::Failed(
+                "the call runs at a terminal, where no model can be asked: call it through an \
+                 MCP client that offers sampling"
+                    .into(),
+            );
+        }
+        Need::Roots => {
+            return Answer::Failed(
+                "the call runs at a terminal, which has no roots: its workspace is the host's"
+                    .into(),
+            );
+        }
+    }
     let mut err = std::io::stderr().lock();
     let _ = writeln!(
         err,

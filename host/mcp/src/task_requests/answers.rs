@@ -133,7 +133,15 @@ impl Server {
             }
             Err(running) => running,
         };
-        let task = self.spawn_driven(request, running, ttl_ms, can_ask);
+        let task = self.spawn_driven(
+            request,
+            running,
+            ttl_ms,
+            (
+                can_ask,
+                cx.peer.peer_info().map(|info| info.capabilities.clone()),
+            ),
+        );
         self.tasks.started(session, &task);
         Ok(task)
     }

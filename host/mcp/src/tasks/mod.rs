@@ -108,7 +108,8 @@ impl Server {
                 let mut request = request;
                 // Its progress went to the `tools/call` now answered.
                 request.progress = None;
-                let task = self.spawn_driven(request, running, None, true);
+                let task =
+                    self.spawn_driven(request, running, None, (true, cx.client_capabilities()));
                 Ok(Begun::Task(CreateTaskResult::new(task).into()))
             }
         }
@@ -140,12 +141,16 @@ impl Server {
         request: CallRequest,
         running: StopOnDrop,
         asked_ttl_ms: Option<u64>,
-        can_ask: bool,
+        (can_ask, declared): (bool, Option<ClientCapabilities>),
     ) -> Task {
         let server = self.clone();
         self.tasks
             .spawn(self.tasks.options(asked_ttl_ms), move |cx| {
-                Box::pin(async move { server.drive(request, running, cx, can_ask).await })
+                Box::pin(async move {
+                    server
+                        .drive(request, running, cx, (can_ask, declared))
+                        .await
+                })
             })
     }
 
@@ -159,7 +164,7 @@ impl Server {
         mut request: CallRequest,
         mut running: StopOnDrop,
         task: TaskContext,
-        can_ask: bool,
+        (can_ask, declared): (bool, Option<ClientCapabilities>),
     ) -> Result<CallToolResult, TaskExit> {
         for round in 0..2 * MAX_QUESTIONS {
             let result = tokio::select! {
@@ -199,26 +204,33 @@ impl Server {
                     request.approval = Some(id);
                 }
                 Some(ErrorCode::InputRequired) => {
-                    let Some(forms) = input::question_forms(&result.questions) else {
+                    // A request the client cannot answer would wait for it
+                    // until the task expires: the task ends with it instead.
+                    if input::lacking(&result.questions, declared.as_ref())
+                        .is_some_and(|missing| input::lacks_client_requests(&missing))
+                    {
+                        return settle(result);
+                    }
+                    let Some(asked) = input::input_requests(&result.questions) else {
                         return settle(result);
                     };
                     // Asked together, so the task shows them all at once;
                     // the answers may come in any order and in separate
                     // updates, and the run waits for every one.
                     let replies =
-                        futures::future::try_join_all(forms.into_iter().map(|(question, form)| {
+                        futures::future::try_join_all(asked.into_iter().map(|(key, input)| {
                             let task = task.clone();
                             async move {
                                 let reply = task
                                     .request_input(
                                         // A fresh key each time: an answer
-                                        // that did not fit the form is
-                                        // asked for again.
-                                        format!("question-{}-{round}", question.key),
-                                        InputRequest::Elicitation(ElicitRequest::new(form)),
+                                        // that did not fit is asked for
+                                        // again.
+                                        format!("question-{key}-{round}"),
+                                        input,
                                     )
                                     .await?;
-                                Ok::<_, TaskExit>((question.key.clone(), reply))
+                                Ok::<_, TaskExit>((key, reply))
                             }
                         }))
                         .await?;

@@ -13,6 +13,7 @@ mod offer;
 mod preview;
 mod prompts;
 mod resources;
+mod sampling;
 mod serving;
 mod setup;
 mod shown;
@@ -62,6 +63,8 @@ pub struct Controller {
     sandbox: Sandbox,
     keys: Keys,
     owners: crate::ownership::Owners,
+    /// The tokens each session asked the client's model for.
+    sampled: sampling::SessionTokens,
 }
 
 /// What `inspect` reports about one plugin file.
@@ -364,6 +367,11 @@ impl Controller {
                 .clone()
                 .map(|c| c as Arc<dyn crate::call::ChildCalls>),
             answers: Arc::new(request.answers.clone()),
+            session_sampled_tokens: if tool.plugin.loaded.samples() {
+                self.sampled.used(&request.session)
+            } else {
+                0
+            },
         };
         let started = Instant::now();
         trail.begin("sandbox");
@@ -375,6 +383,11 @@ impl Controller {
             &execution.result,
             Err(e) if matches!(e.code, ErrorCode::InputRequired | ErrorCode::ApprovalInvalid)
         );
+        if let Err(e) = &execution.result
+            && e.code == ErrorCode::InputRequired
+        {
+            self.sampled.charge(&request.session, &e.questions);
+        }
         trail.execution = Some(if took_no_effect {
             reservation.stopped_to_ask(started.elapsed())
         } else {

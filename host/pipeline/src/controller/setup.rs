@@ -54,6 +54,7 @@ impl Controller {
         Ok(Arc::new_cyclic(|me| Controller {
             me: me.clone(),
             keys,
+            sampled: Default::default(),
             owners,
             config,
             registry: RwLock::new(Arc::new(registry)),

@@ -82,3 +82,18 @@ pub(crate) mod v0_3_resources {
         exports: { default: async },
     });
 }
+
+/// The optional `client` import of 0.3.0 (`wit/tool.wit`): trappable, so a
+/// request nobody has answered yet stops the call where it was made.
+pub(crate) mod v0_3_client {
+    wasmtime::component::bindgen!({
+        path: "../../wit",
+        world: "client-plugin",
+        imports: {
+            "toolwarden:tool/client.create-message": trappable,
+            "toolwarden:tool/client.list-roots": trappable,
+            "toolwarden:tool/client.gather": trappable,
+        },
+        exports: { default: async },
+    });
+}

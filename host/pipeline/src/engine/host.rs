@@ -5,13 +5,15 @@
 //! (0.2.0 and later), which hands a child call to the controller's
 //! [`ChildCalls`] and waits for it; it decides nothing itself. And the `ask`
 //! import (0.2.0 and later), which answers from the call's answers or stops
-//! the call.
+//! the call; and the `client` import (0.3.0), whose requests to the client
+//! stop the call the same way once the policy's sampling grant lets them.
 
-use super::bindings::{v0_1, v0_2, v0_2_ask, v0_3, v0_3_ask};
-use super::state::{CallState, HostState};
+use super::bindings::{v0_1, v0_2, v0_2_ask, v0_3, v0_3_ask, v0_3_client};
+use super::state::{CallState, HostState, Sampled};
 use crate::call::{ChildCalls, LogLevel as Level, LogLine, Progress};
 use crate::presentation::cut_to;
-use crate::question::{Answer, Asked, MAX_QUESTIONS, Question};
+use crate::question::{Answer, Asked, MAX_QUESTIONS, Need, Question};
+use crate::sampling::{Completion, Message, Part, Role, Root, Sampling};
 
 /// Longest progress message passed on; longer ones are cut.
 pub const MAX_PROGRESS_MESSAGE_BYTES: usize = 1024;
@@ -156,7 +158,7 @@ macro_rules! ask_interface {
                 message: String,
                 form: String,
             ) -> wasmtime::Result<$version::toolwarden::tool::ask::Answer> {
-                let question = self.host.admit_questions(vec![(key, message, form)])?;
+                let question = self.host.admit(vec![Asking::Form { key, message, form }])?;
                 let mut answers = self.host.answer(question)?;
                 answers
                     .pop()
@@ -173,9 +175,13 @@ macro_rules! ask_interface {
             ) -> wasmtime::Result<Vec<$version::toolwarden::tool::ask::Answer>> {
                 let asked = queries
                     .into_iter()
-                    .map(|q| (q.key, q.message, q.form))
+                    .map(|q| Asking::Form {
+                        key: q.key,
+                        message: q.message,
+                        form: q.form,
+                    })
                     .collect();
-                let questions = self.host.admit_questions(asked)?;
+                let questions = self.host.admit(asked)?;
                 Ok(self
                     .host
                     .answer(questions)?
@@ -190,7 +196,11 @@ macro_rules! ask_interface {
         match $answer {
             Answer::Accepted(content) => Wit::Accepted(content.to_string()),
             Answer::Declined => Wit::Declined,
-            Answer::Cancelled => Wit::Cancelled,
+            // What a question never gets (`admits` lets only these three
+            // through for a form): no answer.
+            Answer::Cancelled | Answer::Sampled(_) | Answer::Roots(_) | Answer::Failed(_) => {
+                Wit::Cancelled
+            }
         }
     }};
 }
@@ -198,22 +208,65 @@ macro_rules! ask_interface {
 ask_interface!(v0_2_ask);
 ask_interface!(v0_3_ask);
 
+/// One request a plugin made of the person or the client, as it made it.
+enum Asking {
+    Form {
+        key: String,
+        message: String,
+        form: String,
+    },
+    Sample {
+        key: String,
+        request: Sampling,
+    },
+    Roots {
+        key: String,
+    },
+}
+
+impl Asking {
+    fn key(&self) -> &str {
+        match self {
+            Asking::Form { key, .. } | Asking::Sample { key, .. } | Asking::Roots { key } => key,
+        }
+    }
+}
+
+/// What a request got: an answer, or the host's refusal to send it.
+enum Got {
+    Answer(Answer),
+    Refused(String),
+}
+
 impl HostState {
-    /// The questions a plugin asked, checked: a malformed one, a key twice
+    /// The requests a plugin made, checked: a malformed one, a key twice
     /// in one batch, or more than [`MAX_QUESTIONS`] in the run is the
     /// plugin's defect and stops the call.
-    fn admit_questions(
-        &self,
-        asked: Vec<(String, String, String)>,
-    ) -> wasmtime::Result<Vec<Question>> {
+    fn admit(&self, asked: Vec<Asking>) -> wasmtime::Result<Vec<Question>> {
         if self.asked.len() + asked.len() > MAX_QUESTIONS {
             return Err(wasmtime::Error::msg(format!(
                 "the plugin asked more than {MAX_QUESTIONS} questions in one call"
             )));
         }
         let mut questions: Vec<Question> = Vec::with_capacity(asked.len());
-        for (key, message, form) in asked {
-            let mut question = Question::new(key, message, &form).map_err(|e| {
+        for asking in asked {
+            if questions.iter().any(|q| q.key == asking.key()) {
+                return Err(wasmtime::Error::msg(format!(
+                    "the plugin asked question `{}` twice at once",
+                    asking.key()
+                )));
+            }
+            let made = match asking {
+                Asking::Form { key, message, form } => Question::new(key, message, &form),
+                Asking::Sample { key, mut request } => {
+                    if let Some(secrets) = &self.secrets {
+                        mask_sampling(secrets, &mut request);
+                    }
+                    Question::to_client(key, Need::Sample(Box::new(request)))
+                }
+                Asking::Roots { key } => Question::to_client(key, Need::Roots),
+            };
+            let mut question = made.map_err(|e| {
                 wasmtime::Error::msg(format!("the plugin asked a malformed question: {e}"))
             })?;
             question.tool = self.tool.to_string();
@@ -224,15 +277,87 @@ impl HostState {
                     question.form = form;
                 }
             }
-            if questions.iter().any(|q| q.key == question.key) {
-                return Err(wasmtime::Error::msg(format!(
-                    "the plugin asked question `{}` twice at once",
-                    question.key
-                )));
-            }
             questions.push(question);
         }
         Ok(questions)
+    }
+
+    /// Why the policy lets `question` not leave the host, if it is a
+    /// sampling request the call's grant does not cover; else counts it
+    /// against the grant (answered or not: a rerun makes it again).
+    fn refusal(&mut self, question: &Question) -> Option<String> {
+        let Need::Sample(request) = &question.need else {
+            return None;
+        };
+        let Some(budget) = self.sampling else {
+            return Some(format!(
+                "sampling refused: the policy grants tool `{tool}` no sampling; to allow it, add \
+                 to toolwarden.toml:\n\n[[rule]]\nsampling = [\"{tool}\"]\ndecision = \
+                 \"allow\"\nreason = \"...\"",
+                tool = self.tool
+            ));
+        };
+        let sampled = self.sampled;
+        let asked = u64::from(request.max_tokens);
+        let answered = self
+            .answers
+            .as_deref()
+            .is_some_and(|answers| answers.get(&question.key).is_some());
+        let unanswered = if answered { 0 } else { asked };
+        let grant = budget.grant;
+        let why = if sampled.requests >= grant.max_requests {
+            format!(
+                "sampling refused: a call of `{}` may make {} sampling request(s) \
+                 (`max_requests`)",
+                self.tool, grant.max_requests
+            )
+        } else if sampled.tokens + asked > grant.max_tokens {
+            format!(
+                "sampling refused: {asked} more tokens would pass the {} a call of `{}` may ask \
+                 for (`max_tokens`; {} asked so far)",
+                grant.max_tokens, self.tool, sampled.tokens
+            )
+        } else if sampled.unanswered_tokens + unanswered > budget.session_tokens_left {
+            format!(
+                "sampling refused: {asked} more tokens would pass what the session has left \
+                 of its {} (`max_session_tokens`)",
+                grant.max_session_tokens
+            )
+        } else {
+            self.sampled = Sampled {
+                requests: sampled.requests + 1,
+                tokens: sampled.tokens + asked,
+                unanswered_tokens: sampled.unanswered_tokens + unanswered,
+            };
+            return None;
+        };
+        Some(why)
+    }
+
+    /// What each request got, in order: the host's refusal, or the answer
+    /// from the call's answers; or, when any has no answer that fits, the
+    /// call stopped at those.
+    fn gather(&mut self, questions: Vec<Question>) -> wasmtime::Result<Vec<Got>> {
+        let mut got = Vec::with_capacity(questions.len());
+        let mut open = Vec::new();
+        for question in questions {
+            match self.refusal(&question) {
+                Some(why) => {
+                    let refused = Answer::Failed(why.clone());
+                    self.asked.push(Asked::new(&question, Some(&refused)));
+                    got.push(Some(Got::Refused(why)));
+                }
+                None => {
+                    got.push(None);
+                    open.push(question);
+                }
+            }
+        }
+        let mut answers = self.answer(open)?.into_iter();
+        Ok(got
+            .into_iter()
+            .map(|g| g.unwrap_or_else(|| Got::Answer(answers.next().unwrap_or(Answer::Cancelled))))
+            .collect())
     }
 
     /// Each question's answer from the call's answers, in order; or, when
@@ -256,11 +381,7 @@ impl HostState {
                     }
                 })
                 .cloned();
-            self.asked.push(Asked {
-                key: question.key.clone(),
-                message: question.message.clone(),
-                answer: answer.clone(),
-            });
+            self.asked.push(Asked::new(&question, answer.as_ref()));
             match answer {
                 Some(answer) => answers.push(answer),
                 None => self.stopped_at.push(question),
@@ -271,5 +392,179 @@ impl HostState {
         } else {
             Err(wasmtime::Error::msg("the call stopped to ask a person"))
         }
+    }
+}
+
+/// Masks the credentials' secrets in the text a plugin sends the model.
+fn mask_sampling(secrets: &crate::egress::Secrets, request: &mut Sampling) {
+    for message in &mut request.messages {
+        for part in &mut message.content {
+            if let Part::Text { text } = part {
+                secrets.mask_string(text);
+            }
+        }
+    }
+    if let Some(system) = &mut request.system_prompt {
+        secrets.mask_string(system);
+    }
+}
+
+mod client_wit {
+    //! The `client` import's types and the host's own, both ways.
+    pub(super) use super::v0_3_client::toolwarden::tool::ask::{Answer as WitAnswer, Query};
+    pub(super) use super::v0_3_client::toolwarden::tool::client::*;
+    pub(super) use super::v0_3_client::toolwarden::tool::tool::Media;
+}
+
+use client_wit as wit;
+
+fn role_in(role: wit::Role) -> Role {
+    match role {
+        wit::Role::User => Role::User,
+        wit::Role::Assistant => Role::Assistant,
+    }
+}
+
+fn role_out(role: Role) -> wit::Role {
+    match role {
+        Role::User => wit::Role::User,
+        Role::Assistant => wit::Role::Assistant,
+    }
+}
+
+fn part_in(part: wit::Part) -> Part {
+    match part {
+        wit::Part::Text(text) => Part::Text { text },
+        wit::Part::Image(m) => Part::Image {
+            data: crate::content::Bytes(m.data),
+            mime_type: m.mime_type,
+        },
+        wit::Part::Audio(m) => Part::Audio {
+            data: crate::content::Bytes(m.data),
+            mime_type: m.mime_type,
+        },
+    }
+}
+
+fn part_out(part: Part) -> wit::Part {
+    match part {
+        Part::Text { text } => wit::Part::Text(text),
+        Part::Image { data, mime_type } => wit::Part::Image(wit::Media {
+            mime_type,
+            data: data.0,
+        }),
+        Part::Audio { data, mime_type } => wit::Part::Audio(wit::Media {
+            mime_type,
+            data: data.0,
+        }),
+    }
+}
+
+fn sampling_in(request: wit::Sampling) -> Sampling {
+    Sampling {
+        messages: request
+            .messages
+            .into_iter()
+            .map(|m| Message {
+                role: role_in(m.role),
+                content: m.content.into_iter().map(part_in).collect(),
+            })
+            .collect(),
+        system_prompt: request.system_prompt,
+        max_tokens: request.max_tokens,
+        temperature: request.temperature,
+        stop_sequences: request.stop_sequences,
+    }
+}
+
+fn completion_out(completion: Completion) -> wit::Completion {
+    wit::Completion {
+        role: role_out(completion.role),
+        content: completion.content.into_iter().map(part_out).collect(),
+        model: completion.model,
+        stop_reason: completion.stop_reason,
+    }
+}
+
+fn roots_out(roots: Vec<Root>) -> Vec<wit::Root> {
+    roots
+        .into_iter()
+        .map(|r| wit::Root {
+            uri: r.uri,
+            name: r.name,
+        })
+        .collect()
+}
+
+/// What a sampling request got, as the plugin sees it.
+fn sampled(got: Got) -> Result<wit::Completion, String> {
+    match got {
+        Got::Answer(Answer::Sampled(completion)) => Ok(completion_out(completion)),
+        Got::Answer(Answer::Failed(why)) | Got::Refused(why) => Err(why),
+        Got::Answer(_) => Err("the client did not answer the sampling request".into()),
+    }
+}
+
+/// What a roots request got, as the plugin sees it.
+fn listed(got: Got) -> Result<Vec<wit::Root>, String> {
+    match got {
+        Got::Answer(Answer::Roots(roots)) => Ok(roots_out(roots)),
+        Got::Answer(Answer::Failed(why)) | Got::Refused(why) => Err(why),
+        Got::Answer(_) => Err("the client did not list its roots".into()),
+    }
+}
+
+impl v0_3_client::toolwarden::tool::client::Host for CallState {
+    fn create_message(
+        &mut self,
+        key: String,
+        request: wit::Sampling,
+    ) -> wasmtime::Result<Result<wit::Completion, String>> {
+        let asked = self.host.admit(vec![Asking::Sample {
+            key,
+            request: sampling_in(request),
+        }])?;
+        let got = self.host.gather(asked)?.pop();
+        Ok(got.map_or_else(|| Err("no answer".into()), sampled))
+    }
+
+    fn list_roots(&mut self, key: String) -> wasmtime::Result<Result<Vec<wit::Root>, String>> {
+        let asked = self.host.admit(vec![Asking::Roots { key }])?;
+        let got = self.host.gather(asked)?.pop();
+        Ok(got.map_or_else(|| Err("no answer".into()), listed))
+    }
+
+    fn gather(&mut self, needs: Vec<wit::Need>) -> wasmtime::Result<Vec<wit::Got>> {
+        let asked = needs
+            .into_iter()
+            .map(|need| match need {
+                wit::Need::Question(wit::Query { key, message, form }) => {
+                    Asking::Form { key, message, form }
+                }
+                wit::Need::Sample(s) => Asking::Sample {
+                    key: s.key,
+                    request: sampling_in(s.request),
+                },
+                wit::Need::Roots(key) => Asking::Roots { key },
+            })
+            .collect();
+        let questions = self.host.admit(asked)?;
+        let kinds: Vec<&'static str> = questions.iter().map(|q| q.need.capability()).collect();
+        let got = self.host.gather(questions)?;
+        Ok(kinds
+            .into_iter()
+            .zip(got)
+            .map(|(kind, got)| match kind {
+                "elicitation" => wit::Got::Answered(match got {
+                    Got::Answer(Answer::Accepted(content)) => {
+                        wit::WitAnswer::Accepted(content.to_string())
+                    }
+                    Got::Answer(Answer::Declined) => wit::WitAnswer::Declined,
+                    _ => wit::WitAnswer::Cancelled,
+                }),
+                "sampling" => wit::Got::Sampled(sampled(got)),
+                _ => wit::Got::Roots(listed(got)),
+            })
+            .collect())
     }
 }

@@ -30,7 +30,7 @@ pub(crate) use contract::{CallContext, PluginPre};
 pub use contract::{Contract, RawOutput, ToolFailure};
 pub use error::{EngineError, PluginError};
 pub use setup::engine_config;
-pub(crate) use state::{CallState, HostState};
+pub(crate) use state::{CallState, HostState, SamplingBudget};
 
 use crate::egress::Egress;
 use crate::limits::Limits;
@@ -71,6 +71,7 @@ pub struct LoadedPlugin {
     imports: Vec<String>,
     /// Asked on every call: found once, at load.
     composes: bool,
+    samples: bool,
     presents: bool,
     shows: bool,
 }
@@ -143,6 +144,11 @@ impl LoadedPlugin {
         self.composes
     }
 
+    /// Whether it imports `client`, so its tools may ask the client's model.
+    pub fn samples(&self) -> bool {
+        self.samples
+    }
+
     /// Whether it exports `present`, so its tools may preview their calls.
     pub fn presents(&self) -> bool {
         self.presents
@@ -160,6 +166,8 @@ pub const COMPOSE_IMPORTS: [&str; 2] = [
     "toolwarden:tool/compose@0.2.0",
     "toolwarden:tool/compose@0.3.0",
 ];
+/// The import through which a plugin asks the client's model and roots.
+pub const CLIENT_IMPORT: &str = "toolwarden:tool/client@0.3.0";
 /// The export through which a plugin previews its calls.
 pub const PRESENT_EXPORTS: [&str; 2] = [
     "toolwarden:tool/present@0.2.0",
@@ -237,6 +245,11 @@ impl Compiler {
         )
         .map_err(engine_error)?;
         bindings::v0_3_ask::toolwarden::tool::ask::add_to_linker::<_, HasSelf<_>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(engine_error)?;
+        bindings::v0_3_client::toolwarden::tool::client::add_to_linker::<_, HasSelf<_>>(
             &mut linker,
             |s| s,
         )
@@ -340,6 +353,7 @@ impl Engine {
         let composes = imports
             .iter()
             .any(|name| COMPOSE_IMPORTS.contains(&name.as_str()));
+        let samples = imports.iter().any(|name| name == CLIENT_IMPORT);
         let exports = |wanted: &[&str]| {
             component
                 .component_type()
@@ -373,6 +387,7 @@ impl Engine {
             contract,
             imports,
             composes,
+            samples,
             presents,
             shows,
         })

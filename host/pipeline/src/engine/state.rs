@@ -113,6 +113,29 @@ pub(crate) struct HostState {
     /// The credentials' secrets, masked in what the plugin logs, reports
     /// and asks (set by the store from the engine's egress).
     pub secrets: Option<Arc<crate::egress::Secrets>>,
+    /// What the call may ask of the client's model (`client`), and what
+    /// the session's earlier calls left of its tokens.
+    pub sampling: Option<SamplingBudget>,
+    /// What this run's sampling requests asked for so far.
+    pub sampled: Sampled,
+}
+
+/// Sampling requests a run made, and the tokens they asked for: all of
+/// them (the call's caps), and those not answered yet, which are what the
+/// session pays for now (an answered one was paid for by the run that
+/// stopped for it).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sampled {
+    pub requests: u32,
+    pub tokens: u64,
+    pub unanswered_tokens: u64,
+}
+
+/// A call's sampling grant, with the session's tokens it may still use.
+#[derive(Clone, Copy, Debug)]
+pub struct SamplingBudget {
+    pub grant: crate::sampling::SamplingGrant,
+    pub session_tokens_left: u64,
 }
 
 impl HostState {
@@ -133,6 +156,8 @@ impl HostState {
             asked: Vec::new(),
             stopped_at: Vec::new(),
             secrets: None,
+            sampling: None,
+            sampled: Sampled::default(),
         }
     }
 }

@@ -39,6 +39,9 @@ pub struct Policy {
     /// Which rules can match a tool name (`index.rs`).
     index: index::ToolIndex,
     allowance: Allowance,
+    /// Whether any rule is about sampling: without one, no call is granted
+    /// any, and no call looks.
+    samples: bool,
 }
 
 /// A policy error at load time.
@@ -157,10 +160,12 @@ impl Policy {
             }
         }
         let index = index::ToolIndex::new(&rules);
+        let samples = rules.iter().any(|r| r.offers() == Some(Offered::Sampling));
         Ok(Policy {
             rules,
             index,
             allowance,
+            samples,
         })
     }
 
@@ -386,10 +391,18 @@ impl Policy {
                         verdict == Verdict::Ask,
                     ),
                 };
+                let sampling = self
+                    .samples
+                    .then(|| {
+                        self.sampling_grant(&tool.spec.name, tool.plugin.file_name(), made_by.1)
+                            .ok()
+                    })
+                    .flatten();
                 let grant = Grant {
                     fs: FsAccess::for_tool(tool.spec.filesystem, session),
                     net: network,
                     urls,
+                    sampling,
                 };
                 Ok(AuthorizedCall {
                     call,

@@ -1,11 +1,12 @@
-//! The decision about a prompt or a resource (contract 0.3.0): the rules
-//! with `prompts` (or `resources`) alone decide it, default deny, the most
-//! restrictive matching rule wins. Such a rule never decides a tool call
-//! (`rule/mod.rs`).
+//! The decision about a prompt, a resource or a tool's sampling (contract
+//! 0.3.0): the rules with `prompts` (`resources`, `sampling`) alone decide
+//! it, default deny, the most restrictive matching rule wins. Such a rule
+//! never decides a tool call (`rule/mod.rs`).
 
-use super::rule::Offered;
+use super::rule::{Offered, SamplingCaps};
 use super::{Approvers, Decision, Policy, RuleNumbers, Verdict, Who};
 use crate::policy::Rule;
+use crate::sampling::SamplingGrant;
 
 impl Policy {
     /// What the rules about `kind` decide for `name` (a prompt's name, a
@@ -54,13 +55,37 @@ impl Policy {
                     "no policy rule allows {what} `{name}`, and the default is deny; to allow \
                      it, add to toolwarden.toml:\n\n[[rule]]\n{key} = [\"{name}\"]\n\
                      decision = \"allow\"\nreason = \"...\"",
-                    what = match kind {
-                        Offered::Prompt => "prompt",
-                        Offered::Resource => "resource",
-                    },
+                    what = kind.what(),
                     key = kind.key(),
                 ),
             ),
         }
+    }
+
+    /// What the policy lets `tool` (of the plugin file `plugin`, called by
+    /// `who`) ask of the client's model in one call: `Err` with the reason
+    /// when no rule allows it or one denies it. Every cap a matching allow
+    /// rule sets holds, so the lowest of each wins; a cap no matching rule
+    /// sets is the default.
+    pub fn sampling_grant(
+        &self,
+        tool: &str,
+        plugin: &str,
+        who: Who<'_>,
+    ) -> Result<SamplingGrant, std::sync::Arc<str>> {
+        let decision = self.decide_offered(Offered::Sampling, tool, plugin, who);
+        if decision.verdict != Verdict::Allow {
+            return Err(decision.reason);
+        }
+        Ok(self
+            .rules
+            .iter()
+            .filter(|r| {
+                r.offers() == Some(Offered::Sampling)
+                    && r.matches_offered(Offered::Sampling, tool, plugin, who)
+            })
+            .map(|rule| rule.sampling_caps())
+            .fold(SamplingCaps::default(), SamplingCaps::narrowed)
+            .grant())
     }
 }

@@ -2,7 +2,7 @@
 //! it becomes a [`RuleDef`]. The policy step owns its section; `config`
 //! hands each table here with its line.
 
-use super::rule::{Approvers, ArgPattern, NetMatch, RuleDef, Verdict};
+use super::rule::{Approvers, ArgPattern, NetMatch, RuleDef, SamplingCaps, Verdict};
 use crate::settings::SettingError;
 use crate::spec::{Effect, FsNeed, Risk};
 use serde::Deserialize;
@@ -15,6 +15,13 @@ pub struct RuleSection {
     tools: Option<Vec<String>>,
     prompts: Option<Vec<String>>,
     resources: Option<Vec<String>>,
+    sampling: Option<Vec<String>>,
+    /// For `sampling`: requests per call.
+    max_requests: Option<u32>,
+    /// For `sampling`: tokens (the requests' `maxTokens`) per call.
+    max_tokens: Option<u64>,
+    /// For `sampling`: tokens per session.
+    max_session_tokens: Option<u64>,
     plugin: Option<Vec<String>>,
     risk: Option<Vec<Risk>>,
     effects: Option<Vec<Effect>>,
@@ -34,7 +41,8 @@ pub struct RuleSection {
 }
 
 impl RuleSection {
-    pub const KEYS: &str = "tools, prompts, resources, plugin, risk, effects, filesystem, network, nested, parent, caller, when, decision, \
+    pub const KEYS: &str = "tools, prompts, resources, sampling, max_requests, max_tokens, \
+         max_session_tokens, plugin, risk, effects, filesystem, network, nested, parent, caller, when, decision, \
          approvers, self_approval, reason";
 
     /// The rule, which starts at `line` of the file.
@@ -60,6 +68,12 @@ impl RuleSection {
             tools: self.tools,
             prompts: self.prompts,
             resources: self.resources,
+            sampling: self.sampling,
+            sampling_caps: SamplingCaps {
+                max_requests: self.max_requests,
+                max_tokens: self.max_tokens,
+                max_session_tokens: self.max_session_tokens,
+            },
             plugin: self.plugin,
             risk: self.risk,
             effects: self.effects,

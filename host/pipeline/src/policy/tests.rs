@@ -820,10 +820,6 @@ fn who_approves_is_the_strictest_matching_ask_rules_and_part_of_the_fingerprint(
 #[test]
 fn prompt_rules_decide_prompts_alone_by_name_plugin_and_caller() {
     use crate::caller::{Caller as Identity, Proof};
-    let text = |t: &str| -> RuleDef {
-        let section: RuleSection = toml::from_str(t).unwrap();
-        section.resolve(1).unwrap()
-    };
     let p = policy(vec![
         rule(&["*"], Verdict::Allow),
         text(
@@ -901,12 +897,14 @@ fn a_prompt_rule_changes_the_fingerprint() {
     );
 }
 
+/// A rule as written in the config file.
+fn text(rule: &str) -> RuleDef {
+    let section: RuleSection = toml::from_str(rule).unwrap();
+    section.resolve(1).unwrap()
+}
+
 #[test]
 fn resource_rules_decide_reads_by_uri_and_never_prompts_or_calls() {
-    let text = |t: &str| -> RuleDef {
-        let section: RuleSection = toml::from_str(t).unwrap();
-        section.resolve(1).unwrap()
-    };
     let p = policy(vec![
         text("resources = [\"notes://*\"]\ndecision = \"allow\"\nreason = \"notes\""),
         text("resources = [\"notes://private/*\"]\ndecision = \"deny\"\nreason = \"private\""),
@@ -942,5 +940,38 @@ fn resource_rules_decide_reads_by_uri_and_never_prompts_or_calls() {
     let both = "prompts = [\"a\"]\nresources = [\"b://*\"]\ndecision = \"allow\"\nreason = \"r\"";
     let section: RuleSection = toml::from_str(both).unwrap();
     let error = Policy::compile(vec![section.resolve(1).unwrap()], Default::default()).unwrap_err();
-    assert!(error.message.contains("not both"), "{}", error.message);
+    assert!(error.message.contains("not several"), "{}", error.message);
+}
+
+#[test]
+fn sampling_grants_take_the_lowest_cap_of_every_matching_allow_rule() {
+    use crate::sampling::SamplingGrant;
+    let p = policy(vec![
+        text("sampling = [\"sum*\"]\ndecision = \"allow\"\nmax_tokens = 100000\nreason = \"r\""),
+        text("sampling = [\"summarize\"]\ndecision = \"allow\"\nmax_requests = 1\nreason = \"r\""),
+        text("sampling = [\"sum_secret\"]\ndecision = \"deny\"\nreason = \"no\""),
+        text("tools = [\"*\"]\ndecision = \"allow\"\nreason = \"calls\""),
+    ]);
+    let anyone = Who::Known(None);
+    // One rule may raise a default; another narrows what it left.
+    assert_eq!(
+        p.sampling_grant("summarize", "w.wasm", anyone),
+        Ok(SamplingGrant {
+            max_requests: 1,
+            max_tokens: 100_000,
+            max_session_tokens: SamplingGrant::DEFAULT.max_session_tokens,
+        })
+    );
+    assert_eq!(
+        p.sampling_grant("sum_all", "w.wasm", anyone)
+            .map(|g| g.max_requests),
+        Ok(SamplingGrant::DEFAULT.max_requests)
+    );
+    let denied = p
+        .sampling_grant("sum_secret", "w.wasm", anyone)
+        .unwrap_err();
+    assert!(denied.contains("no"), "{denied}");
+    // A rule about calls grants no sampling.
+    let none = p.sampling_grant("calc", "w.wasm", anyone).unwrap_err();
+    assert!(none.contains("sampling = [\"calc\"]"), "{none}");
 }

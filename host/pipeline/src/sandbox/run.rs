@@ -13,7 +13,7 @@ use crate::call::{CallId, CancelToken, ChildCalls, LogSink, ProgressSink, Sessio
 use crate::capability::FsAccess;
 use crate::capability::Grant;
 use crate::engine::guest::{GUEST_WORKSPACE, Place, classify, log_stdio, new_store, race};
-use crate::engine::{CallContext, Engine, HostState, PluginPre};
+use crate::engine::{CallContext, Engine, HostState, PluginPre, SamplingBudget};
 use crate::outcome::{CallError, ErrorCode};
 use crate::registry::{Plugin, Tool};
 use std::sync::Arc;
@@ -31,6 +31,8 @@ pub struct RunContext {
     pub children: Option<Arc<dyn ChildCalls>>,
     /// The answers to the tool's questions (`ask`) this run has.
     pub answers: Arc<crate::question::Answers>,
+    /// The tokens the session's earlier calls asked the client's model for.
+    pub session_sampled_tokens: u64,
 }
 
 /// How one attempt at a call ended.
@@ -155,6 +157,12 @@ pub(super) async fn invoke(
         log: cx.log.clone(),
         children: cx.children.clone(),
         answers: Some(Arc::clone(&cx.answers)),
+        sampling: job.grant.sampling.map(|grant| SamplingBudget {
+            grant,
+            session_tokens_left: grant
+                .max_session_tokens
+                .saturating_sub(cx.session_sampled_tokens),
+        }),
         ..HostState::new(
             Arc::clone(&tool.name),
             cx.call_id.shared(),

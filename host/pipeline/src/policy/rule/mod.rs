@@ -39,8 +39,8 @@ pub use approvers::{Approvers, MAX_APPROVERS};
 use identity::CallerMatcher;
 pub use identity::Who;
 pub use matched::{Miss, RuleMatch};
-pub use offered::Offered;
-use offered::check_offer_rule;
+pub use offered::{Offered, SamplingCaps};
+use offered::{check_offer_rule, check_sampling_caps};
 pub use when::ArgPattern;
 use when::{Compiled, compile_pattern};
 
@@ -100,6 +100,11 @@ pub struct RuleDef {
     pub prompts: Option<Vec<String>>,
     /// Makes the rule one about resources (`resources/read`), by URI globs.
     pub resources: Option<Vec<String>>,
+    /// Makes the rule one about which tools may ask the client's model
+    /// (sampling), by tool name globs.
+    pub sampling: Option<Vec<String>>,
+    /// What an allow rule about sampling caps.
+    pub sampling_caps: SamplingCaps,
     pub plugin: Option<Vec<String>>,
     pub risk: Option<Vec<Risk>>,
     pub effects: Option<Vec<Effect>>,
@@ -130,6 +135,7 @@ pub struct Rule {
     tools: Option<GlobSet>,
     prompts: Option<GlobSet>,
     resources: Option<GlobSet>,
+    sampling: Option<GlobSet>,
     plugin: Option<GlobSet>,
     parent: Option<GlobSet>,
     caller: CallerMatcher,
@@ -202,14 +208,17 @@ impl Rule {
         def.approvers
             .check(def.verdict)
             .map_err(|(message, hint)| error(message, hint))?;
-        let offer_key = match (&def.prompts, &def.resources) {
-            (Some(_), _) => Some("prompts"),
-            (None, Some(_)) => Some("resources"),
-            (None, None) => None,
-        };
+        let offer_key = [
+            ("prompts", def.prompts.is_some()),
+            ("resources", def.resources.is_some()),
+            ("sampling", def.sampling.is_some()),
+        ]
+        .into_iter()
+        .find_map(|(key, set)| set.then_some(key));
         if let Some(key) = offer_key {
             check_offer_rule(&def, key).map_err(|(message, hint)| error(message, hint))?;
         }
+        check_sampling_caps(&def).map_err(|(message, hint)| error(message, hint))?;
         let tools = def
             .tools
             .as_deref()
@@ -224,6 +233,11 @@ impl Rule {
             .resources
             .as_deref()
             .map(|r| globs(r, "resources", &error))
+            .transpose()?;
+        let sampling = def
+            .sampling
+            .as_deref()
+            .map(|t| globs(t, "sampling", &error))
             .transpose()?;
         let plugin = def
             .plugin
@@ -271,6 +285,7 @@ impl Rule {
             tools,
             prompts,
             resources,
+            sampling,
             plugin,
             parent,
             caller,

@@ -47,7 +47,9 @@ impl Rule {
         match miss {
             Miss::Tools => format!("`tools` does not match `{}`", spec.name),
             Miss::NotAboutCalls => {
-                "it decides prompts or resources (`prompts`, `resources`), not tool calls".into()
+                "it decides prompts, resources or sampling (`prompts`, `resources`, `sampling`), not tool \
+                 calls"
+                    .into()
             }
             Miss::Plugin => format!("`plugin` does not match `{plugin}`"),
             Miss::Risk => format!(
@@ -117,6 +119,7 @@ impl Rule {
         sorted(&a.tools) == sorted(&b.tools)
             && sorted(&a.prompts) == sorted(&b.prompts)
             && sorted(&a.resources) == sorted(&b.resources)
+            && sorted(&a.sampling) == sorted(&b.sampling)
             && sorted(&a.plugin) == sorted(&b.plugin)
             && sorted(&a.risk) == sorted(&b.risk)
             && sorted(&a.effects) == sorted(&b.effects)
@@ -172,6 +175,18 @@ impl Rule {
             }
             if let Some(resources) = sorted(&d.resources) {
                 object.insert("resources".into(), serde_json::json!(resources));
+            }
+            if let Some(sampling) = sorted(&d.sampling) {
+                let caps = d.sampling_caps;
+                object.insert("sampling".into(), serde_json::json!(sampling));
+                object.insert(
+                    "sampling_caps".into(),
+                    serde_json::json!([
+                        caps.max_requests,
+                        caps.max_tokens,
+                        caps.max_session_tokens
+                    ]),
+                );
             }
             if !d.approvers.is_default() {
                 object.insert("approvers".into(), serde_json::json!(d.approvers));
