@@ -42,6 +42,7 @@ fn a_plugin_built_against_0_3_0_offers_its_prompts() {
     assert_eq!(
         names,
         [
+            "test_input_required_result_prompt",
             "test_prompt_with_arguments",
             "test_prompt_with_embedded_resource",
             "test_prompt_with_image",
@@ -233,4 +234,42 @@ fn two_plugins_may_not_serve_one_prompt_name() {
         .unwrap_err();
     assert_eq!(error.code(), "DUPLICATE_PROMPT", "{error}");
     assert!(error.to_string().contains("test_simple_prompt"), "{error}");
+}
+
+#[test]
+fn a_prompt_that_asks_stops_at_its_question_and_renders_with_the_answer() {
+    let (_t, host) = started(&[CONFORMANCE], ALLOW_PROMPTS);
+    let stopped = get(&host, "test_input_required_result_prompt", &[]).unwrap_err();
+    assert_eq!(stopped.code, ErrorCode::InputRequired, "{stopped:?}");
+    let [question] = stopped.questions.as_slice() else {
+        panic!("one question: {stopped:?}");
+    };
+    assert_eq!(question.key, "user_context");
+    assert_eq!(question.plugin, "conformance.wasm");
+    assert_eq!(question.form["required"], serde_json::json!(["context"]));
+
+    let mut request = OfferRequest::new("test_input_required_result_prompt");
+    let answers: toolwarden::Answers = [(
+        "user_context".to_string(),
+        toolwarden::Answer::Accepted(serde_json::json!({"context": "a code review"})),
+    )]
+    .into_iter()
+    .collect();
+    request.answers = std::sync::Arc::new(answers);
+    let rendered = runtime().block_on(host.get_prompt(request)).unwrap();
+    assert_eq!(
+        text_of(&rendered.messages[0].content),
+        "Answer with this context in mind: a code review"
+    );
+    // An answer that does not fit the form is asked for again.
+    let mut request = OfferRequest::new("test_input_required_result_prompt");
+    let wrong: toolwarden::Answers = [(
+        "user_context".to_string(),
+        toolwarden::Answer::Accepted(serde_json::json!({"context": 5})),
+    )]
+    .into_iter()
+    .collect();
+    request.answers = std::sync::Arc::new(wrong);
+    let again = runtime().block_on(host.get_prompt(request)).unwrap_err();
+    assert_eq!(again.code, ErrorCode::InputRequired);
 }

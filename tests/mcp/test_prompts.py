@@ -9,7 +9,7 @@ run in test_conformance.py."""
 import shutil
 
 import pytest
-from mcp import ClientSession
+from mcp import Client, ClientSession, types
 from mcp.shared.exceptions import MCPError
 from mcp.client.stdio import stdio_client
 from mcp.types import PromptReference
@@ -45,7 +45,8 @@ async def test_the_policy_decides_which_prompts_a_client_lists_and_gets(prompt_h
         assert initialized.capabilities.prompts is not None
         listed = {p.name: p for p in (await s.list_prompts()).prompts}
         assert set(listed) == {"test_simple_prompt", "test_prompt_with_arguments",
-                               "test_prompt_with_embedded_resource"}, listed
+                               "test_prompt_with_embedded_resource",
+                               "test_input_required_result_prompt"}, listed
         args = listed["test_prompt_with_arguments"].arguments
         assert [(a.name, a.required) for a in args] == [("arg1", True), ("arg2", True)]
 
@@ -99,3 +100,29 @@ async def test_a_host_whose_policy_allows_no_prompt_lists_none(host):
             await s.get_prompt("test_simple_prompt")
         assert denied.value.error.message.startswith("POLICY_DENIED")
         assert 'prompts = ["test_simple_prompt"]' in denied.value.error.message, "it says how to allow it"
+
+
+ASKS = "test_input_required_result_prompt"
+
+
+async def tell_context(context, params):
+    assert params.message.startswith("Question from the tool `test_input_required_result_prompt` (plugin `conformance.wasm`)")
+    return types.ElicitResult(action="accept", content={"context": "a release note"})
+
+
+async def test_a_prompt_that_asks_is_rendered_with_the_answer_at_2026_07_28(prompt_host):
+    async with Client(prompt_host.server(), elicitation_callback=tell_context) as client:
+        got = await client.get_prompt(ASKS)
+    assert got.messages[0].content.text == "Answer with this context in mind: a release note"
+
+
+async def test_a_prompt_that_asks_elicits_a_legacy_client_and_refuses_one_that_cannot_ask(prompt_host):
+    async with stdio_client(prompt_host.server()) as (r, w), ClientSession(r, w, elicitation_callback=tell_context) as s:
+        await s.initialize()
+        got = await s.get_prompt(ASKS)
+        assert got.messages[0].content.text == "Answer with this context in mind: a release note"
+    async with stdio_client(prompt_host.server()) as (r, w), ClientSession(r, w) as s:
+        await s.initialize()
+        with pytest.raises(MCPError) as refused:
+            await s.get_prompt(ASKS)
+        assert "INPUT_REQUIRED" in refused.value.error.message and "user_context" in refused.value.error.message

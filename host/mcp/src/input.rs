@@ -59,6 +59,14 @@ pub enum Pending {
         arguments: Option<Arc<serde_json::Value>>,
         answers: Answers,
     },
+    /// The next answer to a prompt's questions: it is rendered again with
+    /// these and the new one.
+    Prompt {
+        session: SessionId,
+        prompt: String,
+        arguments: std::collections::BTreeMap<String, String>,
+        answers: Answers,
+    },
 }
 
 /// Request states handed out and not yet used, shared by every connection:
@@ -396,6 +404,12 @@ mod tests {
                 session: session.clone(),
                 tool: "write_file".into(),
             },
+            Pending::Prompt {
+                session: session.clone(),
+                prompt: "review".into(),
+                arguments: [("path".to_string(), "a.rs".to_string())].into(),
+                answers: Answers::default(),
+            },
         ];
         for before in pending {
             let text = serde_json::to_string(&before).unwrap_or_default();
@@ -406,7 +420,9 @@ mod tests {
                 format!("{after:?}")
             );
             match after {
-                Pending::Approval { session: s, .. } | Pending::Questions { session: s, .. } => {
+                Pending::Approval { session: s, .. }
+                | Pending::Questions { session: s, .. }
+                | Pending::Prompt { session: s, .. } => {
                     assert_eq!(s, session);
                     assert!(!s.is_new(), "a session named by a store has a history");
                 }

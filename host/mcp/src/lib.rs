@@ -346,7 +346,7 @@ impl ServerHandler for Server {
         request: GetPromptRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        self.get_prompt_for(request, &cx).await.map(Into::into)
+        self.get_prompt_for(request, &cx).await
     }
 
     async fn complete(

@@ -75,6 +75,11 @@ impl Server {
             }) => Ok(self
                 .resume(approval_id, session, &tool, params, request)
                 .err()),
+            Some(input::Pending::Prompt { .. }) => Err(McpError::invalid_params(
+                "toolwarden: the request state belongs to a prompt, not a call; nothing ran. \
+                 hint: retry with the call's own state",
+                None,
+            )),
             Some(input::Pending::Questions {
                 session,
                 tool,
@@ -196,7 +201,7 @@ pub(super) fn can_answer(cx: &RequestContext<RoleServer>, result: &CallResult) -
 /// `None` when nothing is to be had (a form the client cannot show, no
 /// answer in time): the call then ends as it stopped. A request the client
 /// cannot or will not answer gets an answer saying so, which the tool sees.
-async fn request_of_client(
+pub(super) async fn request_of_client(
     cx: &RequestContext<RoleServer>,
     question: &crate::question::Question,
 ) -> Option<Answer> {

@@ -28,22 +28,38 @@ pub use wit::{PromptMessage, Role};
 
 /// The arguments a prompt is rendered with, by name.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PromptArgs(BTreeMap<String, String>);
+pub struct PromptArgs {
+    values: BTreeMap<String, String>,
+    /// False outside the host (`from_pairs`): nobody can be asked there.
+    attached: bool,
+}
 
 impl PromptArgs {
     /// Arguments from name and value pairs (for unit tests of a prompt).
     pub fn from_pairs(pairs: &[(&str, &str)]) -> PromptArgs {
-        PromptArgs(
-            pairs
+        PromptArgs {
+            values: pairs
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
-        )
+            attached: false,
+        }
+    }
+
+    /// Asks the person who requested the prompt `message` with `form`, as
+    /// [`crate::Context::ask`] does for a tool: the first rendering stops
+    /// there, and the host renders the prompt again with the answer under
+    /// `key`. Outside the host the answer is `Cancelled`.
+    pub fn ask(&self, key: &str, message: &str, form: &serde_json::Value) -> crate::Answer {
+        if !self.attached {
+            return crate::Answer::Cancelled;
+        }
+        crate::bindings::toolwarden::tool::ask::question(key, message, &form.to_string())
     }
 
     /// The value of `name`, if it was given.
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.0.get(name).map(String::as_str)
+        self.values.get(name).map(String::as_str)
     }
 
     /// The value of `name`, or an `invalid-args` error that names it (the
@@ -156,7 +172,10 @@ pub mod __private {
     use super::*;
 
     fn args(pairs: Vec<(String, String)>) -> PromptArgs {
-        PromptArgs(pairs.into_iter().collect())
+        PromptArgs {
+            values: pairs.into_iter().collect(),
+            attached: true,
+        }
     }
 
     pub fn specs(prompts: Vec<Prompt>) -> Vec<wit::PromptSpec> {

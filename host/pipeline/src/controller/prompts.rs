@@ -40,6 +40,9 @@ pub struct OfferRequest {
     pub profile: Option<Arc<str>>,
     /// Who asks, as their channel proved it.
     pub caller: Option<Arc<crate::caller::Caller>>,
+    /// The person's answers to the questions a prompt's rendering asked so
+    /// far (a prompt only).
+    pub answers: Arc<crate::question::Answers>,
 }
 
 impl OfferRequest {
@@ -50,6 +53,7 @@ impl OfferRequest {
             session: SessionId::new(),
             profile: None,
             caller: None,
+            answers: Arc::default(),
         }
     }
 }
@@ -97,7 +101,10 @@ impl Controller {
         Ok((prompt, decision))
     }
 
-    /// Renders a prompt, governed and recorded.
+    /// Renders a prompt, governed and recorded. A rendering that asks the
+    /// person a question without an answer in `request` ends
+    /// `INPUT_REQUIRED` with the questions: ask, and render again with the
+    /// answers.
     pub async fn get_prompt(&self, request: OfferRequest) -> Result<RenderedPrompt, CallError> {
         let started = Instant::now();
         let arguments = request
@@ -140,7 +147,12 @@ impl Controller {
         let name: Arc<str> = Arc::from(prompt.spec.name.as_str());
         let rendered = self
             .sandbox
-            .get_prompt(&prompt, &name, &request.arguments, &recorded.call_id)
+            .get_prompt(
+                &prompt,
+                &name,
+                (&request.arguments, &request.answers),
+                &recorded.call_id,
+            )
             .await?
             .map_err(crate::engine::ToolFailure::into_error)?;
         check_rendered(&rendered, self.config.limits.max_output_bytes)?;

@@ -7,7 +7,8 @@
 //! filesystem; a result view and a prompt get no filesystem at all, so they
 //! depend on what they are handed alone), with no network and no child
 //! calls, under a deadline of at most [`PREVIEW_TIMEOUT`]. An aside gets
-//! less than a call would, never more.
+//! less than a call would, never more. Only a prompt's rendering may ask
+//! the person a question, which stops it as it stops a call.
 
 use super::Sandbox;
 use super::teardown::{Teardown, release};
@@ -19,6 +20,7 @@ use crate::engine::{CallContext, HostState, ToolFailure};
 use crate::outcome::{CallError, ErrorCode};
 use crate::presentation::Presentation;
 use crate::prompt::RenderedPrompt;
+use crate::question::Answers;
 use crate::registry::{Plugin, Prompt, Tool};
 use crate::resource::ResourceContent;
 use crate::spec::FsNeed;
@@ -40,9 +42,11 @@ enum Asked<'a> {
     /// How a finished call on these arguments that returned this value
     /// looks.
     Result { args: &'a str, value: &'a str },
-    /// A prompt rendered with these (checked) arguments.
+    /// A prompt rendered with these (checked) arguments, and the
+    /// person's answers to what its rendering asked so far.
     Prompt {
         arguments: &'a BTreeMap<String, String>,
+        answers: &'a Arc<Answers>,
     },
     /// Values for a prompt's argument.
     Complete {
@@ -127,19 +131,21 @@ impl Sandbox {
     }
 
     /// Asks `prompt`'s plugin to render it with `arguments` (already
-    /// checked against its declaration).
+    /// checked against its declaration) and the answers to the questions
+    /// its rendering asks; a question without one stops it
+    /// (`INPUT_REQUIRED`, with the questions).
     pub async fn get_prompt(
         &self,
         prompt: &Prompt,
         name: &Arc<str>,
-        arguments: &BTreeMap<String, String>,
+        (arguments, answers): (&BTreeMap<String, String>, &Arc<Answers>),
         call_id: &CallId,
     ) -> Result<Result<RenderedPrompt, ToolFailure>, CallError> {
         match self
             .aside(
                 self.of_prompt(prompt, name),
                 call_id,
-                Asked::Prompt { arguments },
+                Asked::Prompt { arguments, answers },
             )
             .await?
         {
@@ -257,7 +263,13 @@ impl Sandbox {
                 "no sandbox was free to ask the plugin",
             ));
         };
-        let host = HostState::new(Arc::clone(aside.name), call_id.shared(), Default::default());
+        let mut host = HostState::new(Arc::clone(aside.name), call_id.shared(), Default::default());
+        host.plugin = Arc::from(aside.plugin.file_name());
+        // Only a prompt's rendering may ask the person; anything else that
+        // asks ends `INPUT_REQUIRED` with nobody asked.
+        if let Asked::Prompt { answers, .. } = &asked {
+            host.answers = Some(Arc::clone(answers));
+        }
         let stop_at = tokio::time::Instant::now() + timeout;
         let (mut store, pipes) = new_store(
             engine,
@@ -290,7 +302,7 @@ impl Sandbox {
                         .await
                         .map(|r| r.map(Answered::View))
                 }
-                Asked::Prompt { arguments } => {
+                Asked::Prompt { arguments, .. } => {
                     let guest = std::pin::pin!(pre.get_prompt(&mut store, name, arguments));
                     race(guest, stop_at, &never)
                         .await
