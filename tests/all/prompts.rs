@@ -247,6 +247,18 @@ fn a_prompt_that_asks_stops_at_its_question_and_renders_with_the_answer() {
     assert_eq!(question.key, "user_context");
     assert_eq!(question.plugin, "conformance.wasm");
     assert_eq!(question.form["required"], serde_json::json!(["context"]));
+    // The question is in the prompt's audit trail, unanswered.
+    let asked: Vec<_> = records_until(
+        &host,
+        "prompt:test_input_required_result_prompt",
+        "question",
+    )
+    .into_iter()
+    .filter(|r| r.kind == "question")
+    .collect();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0].data["key"], "user_context");
+    assert!(asked[0].data.get("answer").is_none());
 
     let mut request = OfferRequest::new("test_input_required_result_prompt");
     let answers: toolwarden::Answers = [(

@@ -145,7 +145,7 @@ impl Controller {
         trail.ran = true;
         trail.ran_on = Some(crate::audit::RanOn(Arc::clone(&prompt.plugin)));
         let name: Arc<str> = Arc::from(prompt.spec.name.as_str());
-        let rendered = self
+        let (rendered, asked) = self
             .sandbox
             .get_prompt(
                 &prompt,
@@ -153,8 +153,9 @@ impl Controller {
                 (&request.arguments, &request.answers),
                 &recorded.call_id,
             )
-            .await?
-            .map_err(crate::engine::ToolFailure::into_error)?;
+            .await;
+        trail.events.extend(asked.into_iter().map(Event::Question));
+        let rendered = rendered?.map_err(crate::engine::ToolFailure::into_error)?;
         check_rendered(&rendered, self.config.limits.max_output_bytes)?;
         Ok(rendered)
     }

@@ -134,24 +134,30 @@ impl Sandbox {
     /// checked against its declaration) and the answers to the questions
     /// its rendering asks; a question without one stops it
     /// (`INPUT_REQUIRED`, with the questions).
+    /// Also returns the questions the rendering asked, with their answers.
     pub async fn get_prompt(
         &self,
         prompt: &Prompt,
         name: &Arc<str>,
         (arguments, answers): (&BTreeMap<String, String>, &Arc<Answers>),
         call_id: &CallId,
-    ) -> Result<Result<RenderedPrompt, ToolFailure>, CallError> {
-        match self
-            .aside(
+    ) -> (
+        Result<Result<RenderedPrompt, ToolFailure>, CallError>,
+        Vec<crate::question::Asked>,
+    ) {
+        let (answered, asked) = self
+            .aside_asking(
                 self.of_prompt(prompt, name),
                 call_id,
                 Asked::Prompt { arguments, answers },
             )
-            .await?
-        {
-            Answered::Prompt(rendered) => Ok(rendered),
-            _ => Err(mismatch()),
-        }
+            .await;
+        let rendered = match answered {
+            Ok(Answered::Prompt(rendered)) => Ok(rendered),
+            Ok(_) => Err(mismatch()),
+            Err(e) => Err(e),
+        };
+        (rendered, asked)
     }
 
     /// Asks `prompt`'s plugin for values of its argument `argument`.
@@ -250,18 +256,33 @@ impl Sandbox {
         call_id: &CallId,
         asked: Asked<'_>,
     ) -> Result<Answered, CallError> {
+        self.aside_asking(aside, call_id, asked).await.0
+    }
+
+    /// As [`Sandbox::aside`], with the questions the plugin asked (only a
+    /// prompt's rendering can).
+    async fn aside_asking(
+        &self,
+        aside: Aside<'_>,
+        call_id: &CallId,
+        asked: Asked<'_>,
+    ) -> (Result<Answered, CallError>, Vec<crate::question::Asked>) {
         let engine = &self.engine;
         let grant = Grant {
             fs: aside.fs,
             ..Grant::default()
         };
         let timeout = aside.timeout;
-        let pre = super::run::code_of(aside.plugin, &Default::default()).await?;
+        let pre = match super::run::code_of(aside.plugin, &Default::default()).await {
+            Ok(pre) => pre,
+            Err(e) => return (Err(e), Vec::new()),
+        };
         let Ok(slot) = Arc::clone(&self.slots).try_acquire_owned() else {
-            return Err(CallError::new(
+            let busy = CallError::new(
                 ErrorCode::HostError,
                 "no sandbox was free to ask the plugin",
-            ));
+            );
+            return (Err(busy), Vec::new());
         };
         let mut host = HostState::new(Arc::clone(aside.name), call_id.shared(), Default::default());
         host.plugin = Arc::from(aside.plugin.file_name());
@@ -271,7 +292,7 @@ impl Sandbox {
             host.answers = Some(Arc::clone(answers));
         }
         let stop_at = tokio::time::Instant::now() + timeout;
-        let (mut store, pipes) = new_store(
+        let (mut store, pipes) = match new_store(
             engine,
             pre,
             &grant,
@@ -279,7 +300,10 @@ impl Sandbox {
             host,
             engine.limits().fuel,
             stop_at,
-        )?;
+        ) {
+            Ok(made) => made,
+            Err(e) => return (Err(e), Vec::new()),
+        };
         let name = &**aside.name;
         let never = Default::default();
         let outcome = {
@@ -340,11 +364,12 @@ impl Sandbox {
             }
         };
         let mut result = classify(outcome, &store, &pipes, timeout);
+        let questions = store.data_mut().take_asked();
         release(Teardown::new(store, slot));
         if let Some(secrets) = engine.secrets() {
             mask(secrets, &mut result);
         }
-        result
+        (result, questions)
     }
 }
 
