@@ -1,6 +1,7 @@
 //! Plugins that ask the client's model or its roots (the `client` import of
 //! contract 0.3.0): sampling is refused unless a policy rule allows it for
-//! the tool, held to the rule's caps per call and per session; an allowed
+//! the tool, held to the rule's caps per call and per session, and waits
+//! for the person's yes to each request under an `ask` rule; an allowed
 //! request stops the call like a question and its answer runs it again;
 //! the audit keeps the request and only a digest of the answer; a
 //! malformed request is the plugin's defect.
@@ -219,8 +220,12 @@ fn several_requests_go_out_together_and_each_answer_reaches_its_own() {
 fn sampling_rules_that_cannot_be_honoured_are_config_errors() {
     for (rule, says) in [
         (
-            "[[rule]]\nsampling = [\"x\"]\ndecision = \"ask\"\nreason = \"r\"\n",
+            "[[rule]]\nprompts = [\"x\"]\ndecision = \"ask\"\nreason = \"r\"\n",
             "cannot `ask`",
+        ),
+        (
+            "[[rule]]\nsampling = [\"x\"]\ndecision = \"deny\"\nmax_tokens = 5\nreason = \"r\"\n",
+            "cap what a rule allowing `sampling` grants",
         ),
         (
             "[[rule]]\ntools = [\"x\"]\ndecision = \"allow\"\nmax_tokens = 5\nreason = \"r\"\n",
@@ -268,4 +273,94 @@ fn a_malformed_request_is_the_plugins_defect_and_nothing_is_sent() {
         "s",
     );
     assert_eq!(r.code(), Some(ErrorCode::InputRequired), "{r:#?}");
+}
+
+#[test]
+fn an_ask_rule_waits_for_the_persons_yes_to_this_very_request() {
+    let t = TestHost::new(&[CONFORMANCE, HOSTILE]).config(&format!(
+        "{ALLOW_ALL}\n[[rule]]\nsampling = [\"test_*\", \"hostile_*\"]\ndecision = \"ask\"\nreason = \"a person sees each request\"\n"
+    ));
+    let host = t.controller();
+    // First the host's own question, nothing for the model yet.
+    let r = asked(&host, CAPITAL, json!({}), "s");
+    let [approval] = r.questions.as_slice() else {
+        panic!("the host's question alone: {r:#?}");
+    };
+    assert!(
+        matches!(approval.need, Need::SamplingApproval(_)),
+        "{approval:#?}"
+    );
+    assert!(
+        approval
+            .key
+            .starts_with("toolwarden-sampling-capital_question-"),
+        "{}",
+        approval.key
+    );
+    assert!(
+        approval
+            .prompt()
+            .starts_with("toolwarden approval: the tool `test_input_required_result_sampling`"),
+        "the host speaks as itself: {}",
+        approval.prompt()
+    );
+    let yes = Answer::Accepted(json!({"toolwarden_decision": "approve_once"}));
+    let no = Answer::Accepted(json!({"toolwarden_decision": "deny"}));
+    // Once allowed, the request goes out; with its answer the call ends.
+    let r = call(
+        &host,
+        CAPITAL,
+        json!({}),
+        "s",
+        &given(vec![(&approval.key, yes.clone())]),
+    );
+    assert_eq!(keys_of(&r), ["capital_question"], "{r:#?}");
+    let r = call(
+        &host,
+        CAPITAL,
+        json!({}),
+        "s",
+        &given(vec![
+            (&approval.key, yes.clone()),
+            ("capital_question", answered("Paris")),
+        ]),
+    );
+    assert_eq!(r.status, Status::Ok, "{r:#?}");
+    // A no, or no answer at all, refuses it; the tool is told.
+    for refusal in [no, Answer::Declined] {
+        let r = call(
+            &host,
+            CAPITAL,
+            json!({}),
+            "s",
+            &given(vec![(&approval.key, refusal)]),
+        );
+        assert_eq!(r.code(), Some(ErrorCode::ToolFailed), "{r:#?}");
+        assert!(r.error.unwrap().message.contains("did not allow"));
+    }
+    // A yes is for one request: another text under the same key is asked
+    // about again.
+    let first = asked(
+        &host,
+        "hostile_sample",
+        json!({"count": 1, "max_tokens": 5, "text": "a"}),
+        "s",
+    );
+    let key = first.questions[0].key.clone();
+    let other = call(
+        &host,
+        "hostile_sample",
+        json!({"count": 1, "max_tokens": 5, "text": "b"}),
+        "s",
+        &given(vec![(&key, yes)]),
+    );
+    assert!(
+        matches!(other.questions[0].need, Need::SamplingApproval(_))
+            && other.questions[0].key != key,
+        "{other:#?}"
+    );
+}
+
+fn keys_of(result: &CallResult) -> Vec<&str> {
+    result.questions.iter().map(|q| q.key.as_str()).collect()
 }

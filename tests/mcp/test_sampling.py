@@ -137,3 +137,36 @@ async def test_the_clients_roots_reach_the_tool(host):
         res = await client.call_tool("test_input_required_result_list_roots", {})
     assert res.is_error is False, text(res)
     assert text(res) == "The client's roots: file:///home/ada/project"
+
+
+async def test_under_an_ask_rule_the_person_allows_each_request_first(host):
+    with_policy(host, sampling_rule().replace('decision = "allow"', 'decision = "ask"'))
+    model = Model("Paris")
+    asked = []
+
+    async def person(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"toolwarden_decision": "approve_once"})
+
+    async with stdio_client(host.server()) as (r, w), ClientSession(
+            r, w, sampling_callback=model, elicitation_callback=person) as s:
+        await s.initialize()
+        res = await s.call_tool("test_input_required_result_sampling", {})
+    assert res.is_error is False, text(res)
+    assert text(res) == "The model says: Paris"
+    assert len(asked) == 1 and asked[0].startswith("toolwarden approval: the tool `test_input_required_result_sampling`")
+    assert "What is the capital of France?" in asked[0]
+    assert len(model.requests) == 1, "the model is asked only after the person's yes"
+
+
+async def test_under_an_ask_rule_a_no_keeps_the_request_from_the_model(host):
+    with_policy(host, sampling_rule().replace('decision = "allow"', 'decision = "ask"'))
+    model = Model()
+
+    async def person(context, params):
+        return types.ElicitResult(action="decline")
+
+    async with Client(host.server(), sampling_callback=model, elicitation_callback=person) as client:
+        res = await client.call_tool("test_sampling", {"prompt": "hi"})
+    assert model.requests == []
+    assert res.is_error is True and "did not allow" in text(res), text(res)

@@ -192,6 +192,8 @@ pub fn input_request(question: &crate::question::Question) -> Option<InputReques
         Need::Sample(sampling) => sampling_params(sampling)
             .map(|params| InputRequest::CreateMessage(CreateMessageRequest::new(params))),
         Need::Roots => Some(InputRequest::ListRoots(ListRootsRequest::default())),
+        Need::SamplingApproval(_) => approval_form(question.message.clone())
+            .map(|form| InputRequest::Elicitation(rmcp::model::ElicitRequest::new(form))),
     }
 }
 
@@ -213,7 +215,7 @@ pub fn lacking(
     let mut missing = serde_json::Map::new();
     for question in questions {
         let has = declared.is_some_and(|caps| match &question.need {
-            Need::Form => caps.elicitation.is_some(),
+            Need::Form | Need::SamplingApproval(_) => caps.elicitation.is_some(),
             Need::Sample(_) => caps.sampling.is_some(),
             Need::Roots => caps.roots.is_some(),
         });
@@ -288,9 +290,9 @@ pub fn question_form(question: &crate::question::Question) -> Option<ElicitReque
 
 /// The one field of the host's approval form; no plugin's form may have a
 /// field that starts with `toolwarden` (see [`crate::question::RESERVED_PREFIX`]).
-pub const DECISION_FIELD: &str = "toolwarden_decision";
-const APPROVE_ONCE: &str = "approve_once";
-const DENY: &str = "deny";
+pub const DECISION_FIELD: &str = crate::question::APPROVAL_FIELD;
+const APPROVE_ONCE: &str = crate::question::APPROVE_ONCE;
+const DENY: &str = crate::question::DENY;
 
 /// The host's approval form: a title no plugin may use, what will run (in
 /// `message`), and one explicit choice: approve this one call, or deny it.

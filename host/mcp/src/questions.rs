@@ -193,7 +193,10 @@ impl Server {
 pub(super) fn can_answer(cx: &RequestContext<RoleServer>, result: &CallResult) -> bool {
     !cx.peer.supported_elicitation_modes().is_empty()
         || (result.code() == Some(ErrorCode::InputRequired)
-            && result.questions.iter().all(|q| q.need != Need::Form))
+            && result
+                .questions
+                .iter()
+                .all(|q| matches!(q.need, Need::Sample(_) | Need::Roots)))
 }
 
 /// Makes `question` of a legacy client: a form elicitation, a sampling
@@ -214,8 +217,11 @@ pub(super) async fn request_of_client(
     };
     let within = |what: &str| format!("the client did not answer the {what} request in time");
     match &question.need {
-        Need::Form => {
-            let form = input::question_form(question)?;
+        Need::Form | Need::SamplingApproval(_) => {
+            let form = match &question.need {
+                Need::SamplingApproval(_) => input::approval_form(question.message.clone())?,
+                _ => input::question_form(question)?,
+            };
             match tokio::time::timeout(ELICITATION_TIMEOUT, cx.peer.create_elicitation(form)).await
             {
                 Ok(Ok(answer)) => Some(input::answer(answer)),

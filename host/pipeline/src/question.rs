@@ -59,13 +59,25 @@ pub enum Need {
     Sample(Box<crate::sampling::Sampling>),
     /// The client: its roots (`roots/list`).
     Roots,
+    /// The person: the host's own question whether this sampling request
+    /// may go to the client's model (a policy `ask` rule), answered on the
+    /// host's approval form ([`APPROVAL_FIELD`]).
+    SamplingApproval(Box<crate::sampling::Sampling>),
 }
+
+/// The one field of the host's own approval form, which no plugin's form
+/// may have (see [`RESERVED_PREFIX`]).
+pub const APPROVAL_FIELD: &str = "toolwarden_decision";
+/// The choice on that form that lets one thing happen once.
+pub const APPROVE_ONCE: &str = "approve_once";
+/// The choice on that form that refuses it.
+pub const DENY: &str = "deny";
 
 impl Need {
     /// The client capability answering it takes (MCP's name).
     pub fn capability(&self) -> &'static str {
         match self {
-            Need::Form => "elicitation",
+            Need::Form | Need::SamplingApproval(_) => "elicitation",
             Need::Sample(_) => "sampling",
             Need::Roots => "roots",
         }
@@ -123,7 +135,7 @@ impl Asked {
             kind: question.need.capability(),
             message: question.message.clone(),
             request: match &question.need {
-                Need::Sample(sampling) => Some(sampling.clone()),
+                Need::Sample(sampling) | Need::SamplingApproval(sampling) => Some(sampling.clone()),
                 Need::Form | Need::Roots => None,
             },
             answer,
@@ -190,7 +202,9 @@ impl Question {
     pub fn to_client(key: String, need: Need) -> Result<Question, String> {
         check_key(&key)?;
         let message = match &need {
-            Need::Form => return Err(format!("request `{key}` has no form")),
+            Need::Form | Need::SamplingApproval(_) => {
+                return Err(format!("request `{key}` is the person's, not the client's"));
+            }
             Need::Sample(sampling) => {
                 sampling
                     .check()
@@ -209,10 +223,49 @@ impl Question {
         })
     }
 
+    /// The host's question whether `request`, which the tool `tool` of
+    /// `plugin` made under `key`, may go to the client's model. Its key
+    /// holds a digest of the request, so a yes is for this request only: a
+    /// run that asks something else under the same key is asked again.
+    pub fn sampling_approval(
+        key: &str,
+        request: &crate::sampling::Sampling,
+        tool: &str,
+        plugin: &str,
+    ) -> Question {
+        use sha2::Digest;
+        let json = serde_json::to_vec(request).unwrap_or_default();
+        let digest = hex::encode(sha2::Sha256::digest(json));
+        Question {
+            key: format!("toolwarden-sampling-{key}-{}", &digest[..16]),
+            message: format!(
+                "toolwarden approval: the tool `{}` (plugin `{}`) would ask your client's model: \
+                 {}. Allow this one request?",
+                crate::presentation::one_line(tool),
+                crate::presentation::one_line(plugin),
+                request.summary()
+            ),
+            need: Need::SamplingApproval(Box::new(request.clone())),
+            form: Value::Null,
+            tool: tool.to_owned(),
+            plugin: plugin.to_owned(),
+        }
+    }
+
+    /// Whether `answer` to a [`Need::SamplingApproval`] says yes.
+    pub fn approves(answer: &Answer) -> bool {
+        matches!(answer, Answer::Accepted(content)
+            if content.get(APPROVAL_FIELD).and_then(Value::as_str) == Some(APPROVE_ONCE))
+    }
+
     /// What a person is shown, in every channel: who asks (named by the
     /// host, outside the plugin's text, and never the host itself), then
-    /// the plugin's message with its control characters escaped.
+    /// the plugin's message with its control characters escaped. The host's
+    /// own question is shown as the host wrote it.
     pub fn prompt(&self) -> String {
+        if let Need::SamplingApproval(_) = self.need {
+            return self.message.clone();
+        }
         format!(
             "Question from the tool `{}` (plugin `{}`), not from toolwarden:\n\n{}",
             crate::presentation::one_line(&self.tool),
@@ -228,7 +281,22 @@ impl Question {
         let content = match (&self.need, answer) {
             (Need::Form, Answer::Accepted(content)) => content,
             (Need::Form, Answer::Declined | Answer::Cancelled)
-            | (Need::Sample(_) | Need::Roots, Answer::Failed(_)) => return Ok(()),
+            | (Need::Sample(_) | Need::Roots, Answer::Failed(_))
+            | (
+                Need::SamplingApproval(_),
+                Answer::Declined | Answer::Cancelled | Answer::Failed(_),
+            ) => return Ok(()),
+            (Need::SamplingApproval(_), Answer::Accepted(content)) => {
+                let choice = content.get(APPROVAL_FIELD).and_then(Value::as_str);
+                return if matches!(choice, Some(APPROVE_ONCE | DENY)) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "the answer to `{}` chooses neither `{APPROVE_ONCE}` nor `{DENY}`",
+                        self.key
+                    ))
+                };
+            }
             (Need::Sample(_), Answer::Sampled(completion)) => {
                 return completion
                     .check()

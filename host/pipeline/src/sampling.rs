@@ -258,6 +258,8 @@ pub struct SamplingGrant {
     pub max_tokens: u64,
     /// Tokens the session's calls may ask for together.
     pub max_session_tokens: u64,
+    /// Each request waits for the person's yes (an `ask` rule).
+    pub ask: bool,
 }
 
 impl SamplingGrant {
@@ -266,6 +268,7 @@ impl SamplingGrant {
         max_requests: 4,
         max_tokens: 4096,
         max_session_tokens: 32768,
+        ask: false,
     };
 }
 

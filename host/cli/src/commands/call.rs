@@ -128,7 +128,7 @@ pub fn run(config: Config, opts: Options, printer: Printer) -> Result<ExitStatus
 fn ask(question: &Question) -> Answer {
     match question.need {
         Need::Form => {}
-        Need::Sample(_) => {
+        Need::Sample(_) | Need::SamplingApproval(_) => {
             return Answer::Failed(
                 "the call runs at a terminal, where no model can be asked: call it through an \
                  MCP client that offers sampling"

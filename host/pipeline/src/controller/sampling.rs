@@ -29,7 +29,7 @@ impl SessionTokens {
             .iter()
             .filter_map(|q| match &q.need {
                 Need::Sample(request) => Some(u64::from(request.max_tokens)),
-                Need::Form | Need::Roots => None,
+                Need::Form | Need::Roots | Need::SamplingApproval(_) => None,
             })
             .sum();
         if tokens == 0 {

@@ -232,6 +232,14 @@ impl Asking {
     }
 }
 
+/// Why a request does not go out now.
+enum Refusal {
+    /// Never, for this reason (the tool is told).
+    Now(String),
+    /// Not before the person answers the host's question about it.
+    AskFirst,
+}
+
 /// What a request got: an answer, or the host's refusal to send it.
 enum Got {
     Answer(Answer),
@@ -285,17 +293,17 @@ impl HostState {
     /// Why the policy lets `question` not leave the host, if it is a
     /// sampling request the call's grant does not cover; else counts it
     /// against the grant (answered or not: a rerun makes it again).
-    fn refusal(&mut self, question: &Question) -> Option<String> {
+    fn refusal(&mut self, question: &Question) -> Option<Refusal> {
         let Need::Sample(request) = &question.need else {
             return None;
         };
         let Some(budget) = self.sampling else {
-            return Some(format!(
+            return Some(Refusal::Now(format!(
                 "sampling refused: the policy grants tool `{tool}` no sampling; to allow it, add \
                  to toolwarden.toml:\n\n[[rule]]\nsampling = [\"{tool}\"]\ndecision = \
                  \"allow\"\nreason = \"...\"",
                 tool = self.tool
-            ));
+            )));
         };
         let sampled = self.sampled;
         let asked = u64::from(request.max_tokens);
@@ -331,7 +339,44 @@ impl HostState {
             };
             return None;
         };
-        Some(why)
+        Some(Refusal::Now(why))
+    }
+
+    /// For a sampling request an `ask` rule governs: `None` once the
+    /// person said yes to this very request; a refusal when they said no;
+    /// else the host's question goes into `open` and the request waits
+    /// for its answer (`AskFirst`).
+    fn unapproved(&mut self, question: &Question, open: &mut Vec<Question>) -> Option<Refusal> {
+        let Need::Sample(request) = &question.need else {
+            return None;
+        };
+        if !self.sampling.is_some_and(|budget| budget.grant.ask) {
+            return None;
+        }
+        let approval =
+            Question::sampling_approval(&question.key, request, &self.tool, &self.plugin);
+        let answer = self
+            .answers
+            .as_deref()
+            .and_then(|answers| answers.get(&approval.key))
+            .filter(|answer| approval.admits(answer).is_ok())
+            .cloned();
+        match answer {
+            Some(answer) => {
+                self.asked.push(Asked::new(&approval, Some(&answer)));
+                (!Question::approves(&answer)).then(|| {
+                    Refusal::Now(format!(
+                        "sampling refused: the person did not allow request `{}` to go to the \
+                         client's model",
+                        question.key
+                    ))
+                })
+            }
+            None => {
+                open.push(approval);
+                Some(Refusal::AskFirst)
+            }
+        }
     }
 
     /// What each request got, in order: the host's refusal, or the answer
@@ -341,12 +386,16 @@ impl HostState {
         let mut got = Vec::with_capacity(questions.len());
         let mut open = Vec::new();
         for question in questions {
-            match self.refusal(&question) {
-                Some(why) => {
+            let refused = self
+                .refusal(&question)
+                .or_else(|| self.unapproved(&question, &mut open));
+            match refused {
+                Some(Refusal::Now(why)) => {
                     let refused = Answer::Failed(why.clone());
                     self.asked.push(Asked::new(&question, Some(&refused)));
                     got.push(Some(Got::Refused(why)));
                 }
+                Some(Refusal::AskFirst) => got.push(None),
                 None => {
                     got.push(None);
                     open.push(question);

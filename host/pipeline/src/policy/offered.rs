@@ -64,7 +64,9 @@ impl Policy {
 
     /// What the policy lets `tool` (of the plugin file `plugin`, called by
     /// `who`) ask of the client's model in one call: `Err` with the reason
-    /// when no rule allows it or one denies it. Every cap a matching allow
+    /// when no rule allows it or one denies it; a grant that needs the
+    /// person's yes to each request when an `ask` rule matches (and none
+    /// denies). Every cap a matching allow
     /// rule sets holds, so the lowest of each wins; a cap no matching rule
     /// sets is the default.
     pub fn sampling_grant(
@@ -74,10 +76,10 @@ impl Policy {
         who: Who<'_>,
     ) -> Result<SamplingGrant, std::sync::Arc<str>> {
         let decision = self.decide_offered(Offered::Sampling, tool, plugin, who);
-        if decision.verdict != Verdict::Allow {
+        if decision.verdict == Verdict::Deny {
             return Err(decision.reason);
         }
-        Ok(self
+        let caps = self
             .rules
             .iter()
             .filter(|r| {
@@ -85,7 +87,10 @@ impl Policy {
                     && r.matches_offered(Offered::Sampling, tool, plugin, who)
             })
             .map(|rule| rule.sampling_caps())
-            .fold(SamplingCaps::default(), SamplingCaps::narrowed)
-            .grant())
+            .fold(SamplingCaps::default(), SamplingCaps::narrowed);
+        Ok(SamplingGrant {
+            ask: decision.verdict == Verdict::Ask,
+            ..caps.grant()
+        })
     }
 }

@@ -960,6 +960,7 @@ fn sampling_grants_take_the_lowest_cap_of_every_matching_allow_rule() {
             max_requests: 1,
             max_tokens: 100_000,
             max_session_tokens: SamplingGrant::DEFAULT.max_session_tokens,
+            ask: false,
         })
     );
     assert_eq!(

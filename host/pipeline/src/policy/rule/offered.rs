@@ -54,6 +54,7 @@ impl SamplingCaps {
             max_session_tokens: self
                 .max_session_tokens
                 .unwrap_or(default.max_session_tokens),
+            ask: false,
         }
     }
 }
@@ -84,12 +85,13 @@ pub(super) fn check_sampling_caps(def: &RuleDef) -> Result<(), (String, &'static
     if !caps.any() {
         return Ok(());
     }
-    if def.sampling.is_none() || def.verdict != Verdict::Allow {
+    if def.sampling.is_none() || def.verdict == Verdict::Deny {
         return Err((
             "`max_requests`, `max_tokens` and `max_session_tokens` cap what a rule allowing \
              `sampling` grants, and this rule is not one"
                 .into(),
-            "move the caps to a rule with `sampling = [...]` and `decision = \"allow\"`",
+            "move the caps to a rule with `sampling = [...]` and `decision = \"allow\"` (or \
+             \"ask\")",
         ));
     }
     if caps.max_requests == Some(0)
@@ -140,11 +142,11 @@ pub(super) fn check_offer_rule(def: &RuleDef, key: &str) -> Result<(), (String, 
              rule may say `plugin` and `caller`",
         ));
     }
-    if def.verdict == Verdict::Ask {
+    if def.verdict == Verdict::Ask && def.sampling.is_none() {
         return Err((
             format!(
-                "a rule with `{key}` cannot `ask`: it decides `allow` or `deny` (a client shows \
-                 its person what it sends its model)"
+                "a rule with `{key}` cannot `ask`: a person fetches these in their own client, \
+                 so there is nobody else to ask"
             ),
             "decide `allow` or `deny`",
         ));
