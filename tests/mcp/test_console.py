@@ -98,6 +98,23 @@ async def goto(page, url: str):
                 raise
 
 
+async def click_to(page, button: str, url: str):
+    """Clicks `button` and waits for the page at `url`; clicks once more if
+    the click was lost: a page that lists approvals reloads itself when one
+    is asked (console.js), and a click that lands on the page being replaced
+    submits nothing. A button gone by then means the first click counted."""
+    from playwright.async_api import TimeoutError as Timeout
+
+    await page.click(button)
+    try:
+        await page.wait_for_url(url, timeout=10_000)
+    except Timeout:
+        if await page.query_selector(button) is None:
+            raise
+        await page.click(button)
+        await page.wait_for_url(url)
+
+
 def mcp_client(url: str):
     client = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
     return client, streamable_http_client(url, http_client=client)
@@ -145,8 +162,7 @@ async def test_an_ask_call_is_approved_in_the_browser_and_runs_once(host, served
         await shot(page, "waiting")
         assert not (host.workspace / "approved.txt").exists(), "nothing ran before the decision"
 
-        await page.click(f"{card} button.approve")
-        await page.wait_for_url(f"**/approvals/{approval}?done=approve")
+        await click_to(page, f"{card} button.approve", f"**/approvals/{approval}?done=approve")
         assert "now runs once" in await page.inner_text("main")
 
         ran = await s.call_tool("write_file", args)
@@ -174,8 +190,7 @@ async def test_a_denial_with_a_reason_reaches_the_clients_retry(host, served, br
         card = f"#approval-{approval}"
         await goto(page, console)
         await page.fill(f"{card} input[name=reason]", "not in this sprint")
-        await page.click(f"{card} button.deny")
-        await page.wait_for_url(f"**/approvals/{approval}?done=deny")
+        await click_to(page, f"{card} button.deny", f"**/approvals/{approval}?done=deny")
         assert "APPROVAL_DENIED" in await page.inner_text(".next")
         retry = await s.call_tool("write_file", args)
         assert meta(retry)["code"] == "APPROVAL_DENIED", retry.content
