@@ -174,3 +174,54 @@ fn two_plugins_may_not_claim_overlapping_prefixes_and_file_is_the_hosts() {
     assert_eq!(error.code(), "DUPLICATE_RESOURCE_PREFIX", "{error}");
     assert!(error.to_string().contains("test://sub/"), "{error}");
 }
+
+#[test]
+fn a_tool_announces_only_its_own_resources_and_a_listener_hears_each_once() {
+    let (_t, host) = started(&[CONFORMANCE], crate::harness::ALLOW_ALL);
+    let mut heard = host.resource_changes();
+    let touch = |uris: &[&str]| {
+        crate::harness::call(
+            &host,
+            "touch_resource",
+            &serde_json::json!({ "uris": uris }).to_string(),
+        )
+    };
+
+    let told = touch(&["test://watched-resource", "test://watched-resource"]);
+    assert_eq!(told.status, toolwarden::Status::Ok, "{told:#?}");
+    assert_eq!(
+        heard.try_recv().unwrap().as_ref(),
+        "test://watched-resource"
+    );
+    assert!(heard.try_recv().is_err(), "announced twice in one call");
+
+    // A URI outside the plugin's prefixes (another plugin's, or the
+    // host's `file:`) is refused to the tool, and nobody hears of it.
+    for foreign in ["probe://notes", "file:///etc/passwd", "test:/x"] {
+        let refused = touch(&[foreign]);
+        assert_eq!(refused.code(), Some(ErrorCode::ToolFailed), "{refused:#?}");
+        let why = &refused.error.as_ref().unwrap().message;
+        assert!(why.contains("prefixes"), "{why}");
+    }
+    assert!(heard.try_recv().is_err(), "a refused URI was announced");
+
+    // A flood stops at the cap: what came before it is told, nothing after.
+    let many: Vec<String> = (0..70).map(|n| format!("test://flood/{n}")).collect();
+    let many: Vec<&str> = many.iter().map(String::as_str).collect();
+    let flooded = touch(&many);
+    assert!(
+        flooded
+            .error
+            .as_ref()
+            .unwrap()
+            .message
+            .contains("at most 64"),
+        "{flooded:#?}"
+    );
+    let mut count = 0;
+    while heard.try_recv().is_ok() {
+        count += 1;
+    }
+    assert_eq!(count, 64);
+    crate::harness::assert_still_serves(&host);
+}

@@ -3,18 +3,24 @@ client only as the policy decides: `resources/list` and
 `resources/templates/list` show what a session may read, a `resources/read`
 outside the rules is refused with POLICY_DENIED before the plugin runs, a
 URI nobody serves is -32602 with the URI in `data`, a subscription is taken
-only for a readable URI, and every read is in the audit log. The official
-Python SDK is the client; the conformance suite's resource scenarios run in
+only for a readable URI, and every read is in the audit log. A plugin's
+tool announces that its resources changed, and only the sessions subscribed
+to such a URI hear it (`resources/subscribe`, or a 2026-07-28 listen
+stream), and only of a URI they may read. The official Python SDK is the
+client; the conformance suite's resource scenarios run in
 test_conformance.py."""
 
 import shutil
 
+import anyio
 import pytest
-from mcp import ClientSession
+from mcp import Client, ClientSession, types
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import ResourceUpdated
 
-from conftest import WASM
+from conftest import WASM, http_serve
 
 pytestmark = pytest.mark.anyio
 
@@ -23,7 +29,14 @@ RESOURCES = """
 resources = ["test://static-*", "test://template/*"]
 decision = "allow"
 reason = "static and templated fixture data"
+
+[[rule]]
+tools = ["touch_resource"]
+decision = "allow"
+reason = "announces changes, changes nothing"
 """
+
+TOUCHED = ["test://static-text", "test://watched-resource", "test://static-binary"]
 
 
 @pytest.fixture
@@ -68,3 +81,58 @@ async def test_the_policy_decides_which_resources_a_client_lists_and_reads(resou
     read = resource_host.audit("resource:test://static-text",
                                until=lambda rs: any(r["kind"] == "outcome" for r in rs))
     assert [r["kind"] for r in read] == ["call", "policy", "outcome"], read
+
+
+class Updates:
+    """The `notifications/resources/updated` a session hears, in order."""
+
+    def __init__(self):
+        self.uris = []
+        self.heard = anyio.Event()
+
+    async def __call__(self, message):
+        if isinstance(message, types.ResourceUpdatedNotification):
+            self.uris.append(str(message.params.uri))
+            self.heard.set()
+
+    async def quiet(self, seconds=1.0):
+        await anyio.sleep(seconds)
+        return self.uris
+
+
+async def test_only_a_subscribed_session_hears_that_a_resource_changed(resource_host):
+    watching, idle = Updates(), Updates()
+    with http_serve(resource_host.env()) as (_, url):
+        async with streamable_http_client(url) as (r, w), ClientSession(r, w, message_handler=watching) as a, \
+                streamable_http_client(url) as (r2, w2), ClientSession(r2, w2, message_handler=idle) as b:
+            await a.initialize()
+            await b.initialize()
+            await a.subscribe_resource("test://static-text")
+            # Another session's call announces three changes: the watching
+            # session hears of the one it subscribed to, the other of none.
+            result = await b.call_tool("touch_resource", {"uris": TOUCHED})
+            assert not result.is_error, result
+            with anyio.fail_after(10):
+                await watching.heard.wait()
+            assert await watching.quiet() == ["test://static-text"]
+            assert idle.uris == [], "a session that subscribed to nothing heard a change"
+
+            await a.unsubscribe_resource("test://static-text")
+            await a.call_tool("touch_resource", {"uris": TOUCHED})
+            assert await watching.quiet() == ["test://static-text"], "heard after unsubscribing"
+
+
+async def test_a_listen_stream_hears_changes_only_to_resources_it_may_read(resource_host):
+    async with Client(resource_host.server()) as client:
+        assert client.protocol_version == "2026-07-28"
+        async with client.listen(resource_subscriptions=TOUCHED[:2]) as sub:
+            result = await client.call_tool("touch_resource", {"uris": list(reversed(TOUCHED))})
+            assert not result.is_error, result
+            with anyio.fail_after(10):
+                event = await sub.__anext__()
+            assert event == ResourceUpdated(uri="test://static-text")
+            # The watched resource was asked for and announced, but the
+            # policy does not let this session read it: never told.
+            with anyio.move_on_after(1.5) as waited:
+                await sub.__anext__()
+            assert waited.cancelled_caught, "told of a resource the session may not read"

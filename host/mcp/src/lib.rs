@@ -108,6 +108,8 @@ pub struct Server {
     profile: Option<Arc<str>>,
     /// The log level the session's client set (`logging/setLevel`).
     log_level: reports::SessionLevel,
+    /// The resources the session subscribed to (`resources/subscribe`).
+    subscribed: Arc<watch::Subscribed>,
 }
 
 impl Server {
@@ -146,6 +148,7 @@ impl Server {
             waiting: None,
             profile,
             log_level: reports::SessionLevel::default(),
+            subscribed: Arc::default(),
         }
     }
 
@@ -225,20 +228,41 @@ impl ServerHandler for Server {
         self.peers.add_legacy(cx.peer);
     }
 
-    /// A 2026-07-28 `subscriptions/listen` stream: only
-    /// `toolsListChanged` exists here (no prompts, no resources).
+    /// A 2026-07-28 `subscriptions/listen` stream: `toolsListChanged` and
+    /// resource subscriptions (no prompt or resource list changes). Which
+    /// of the resources the session may read is only known in [`Self::listen`],
+    /// with the request: a URI it may not read is acknowledged and never
+    /// told of.
     fn accepted_subscription_filter(
         &self,
-        _requested: &SubscriptionFilter,
+        requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        Some(SubscriptionFilter::builder().tools_list_changed().build())
+        let mut accepted = SubscriptionFilter::builder().tools_list_changed().build();
+        accepted.resource_subscriptions = requested.resource_subscriptions.as_ref().map(|uris| {
+            uris.iter()
+                .take(watch::MAX_SUBSCRIPTIONS)
+                .cloned()
+                .collect()
+        });
+        Some(accepted)
     }
 
     /// Tells the stream each time the plugins directory changes the tool
-    /// list, until the client cancels it or the watcher stops.
+    /// list, and each time a plugin announces that a resource it subscribed
+    /// to (and may read) changed, until the client cancels it or the host
+    /// stops.
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), McpError> {
         let mut changes = self.peers.changes();
-        let wanted = subscription.accepted().tools_list_changed == Some(true);
+        let mut resources = self.host.resource_changes();
+        let accepted = subscription.accepted();
+        let wanted = accepted.tools_list_changed == Some(true);
+        let readable: std::collections::BTreeSet<&str> = accepted
+            .resource_subscriptions
+            .iter()
+            .flatten()
+            .filter(|uri| self.readable(uri, subscription.request_context()).is_ok())
+            .map(String::as_str)
+            .collect();
         loop {
             tokio::select! {
                 () = subscription.cancelled() => return Ok(()),
@@ -250,6 +274,19 @@ impl ServerHandler for Server {
                         && let Err(e) = subscription.sink().notify_tool_list_changed().await
                     {
                         tracing::debug!("cannot tell a subscription the tool list changed: {e}");
+                        return Ok(());
+                    }
+                }
+                uri = resources.recv(), if !readable.is_empty() => {
+                    let uri = match uri {
+                        Ok(uri) => uri,
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
+                    };
+                    if readable.contains(uri.as_ref())
+                        && let Err(e) = subscription.sink().notify_resource_updated(uri.as_ref()).await
+                    {
+                        tracing::debug!("cannot tell a subscription that `{uri}` changed: {e}");
                         return Ok(());
                     }
                 }
@@ -393,9 +430,10 @@ impl ServerHandler for Server {
 
     async fn unsubscribe(
         &self,
-        _request: UnsubscribeRequestParams,
+        request: UnsubscribeRequestParams,
         _cx: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        self.subscribed.remove(&request.uri);
         Ok(())
     }
 

@@ -3,8 +3,9 @@
 //! plugins' resources (contract 0.3.0) in MCP's shapes. Only translates:
 //! what a session may list and read is decided by the controller. A read of
 //! a URI no plugin serves is `-32602` with the URI in `data` (SEP-2164).
-//! A subscription is accepted for a URI the session may read; no plugin can
-//! announce a change yet, so it brings no update.
+//! A subscription is accepted for a URI the session may read; the session
+//! is then told (`notifications/resources/updated`) each time the URI's
+//! plugin announces that it changed (see `watch`).
 
 use crate::Server;
 use crate::convert::refusal;
@@ -75,10 +76,22 @@ impl Server {
         uri: String,
         cx: &RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let request = self.offer_request(uri.clone(), BTreeMap::new(), cx)?;
+        self.readable(&uri, cx)?;
+        self.peers
+            .subscribe(&self.subscribed, cx.peer.clone(), uri)
+            .map_err(|why| McpError::invalid_params(why, None))
+    }
+
+    /// Whether the request's session may read `uri`.
+    pub(crate) fn readable(
+        &self,
+        uri: &str,
+        cx: &RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let request = self.offer_request(uri.to_owned(), BTreeMap::new(), cx)?;
         self.host
             .check_resource(&request)
-            .map_err(|e| refusal(e, Some(&uri)))
+            .map_err(|e| refusal(e, Some(uri)))
     }
 
     /// Completion of a template's variable.

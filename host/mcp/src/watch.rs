@@ -1,4 +1,6 @@
-//! Watches the plugins directory and reloads the registry when it changes.
+//! Watches the plugins directory and reloads the registry when it changes,
+//! and tells the sessions subscribed to a resource when its plugin
+//! announces that it changed.
 //!
 //! Polls the directory's `*.wasm` names, sizes and modification times: no
 //! platform-specific notification API, and a file still being copied is
@@ -7,10 +9,13 @@
 
 use crate::controller::Controller;
 use rmcp::RoleServer;
+use rmcp::model::ResourceUpdatedNotificationParam;
 use rmcp::service::Peer;
+use std::collections::BTreeSet;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, SystemTime};
+use tokio::sync::broadcast::error::RecvError;
 
 /// How often the plugins directory is checked for changes.
 pub const PLUGIN_POLL: Duration = Duration::from_millis(500);
@@ -39,10 +44,15 @@ fn snapshot(dir: &Path) -> Snapshot {
 /// connection itself, and 2026-07-28 `subscriptions/listen` streams, each of
 /// which watches a generation number (a stream busy sending when a change
 /// lands still sees it: a `watch` channel keeps the latest value).
+///
+/// And who hears that a resource changed: the legacy sessions that
+/// subscribed to it (`resources/subscribe`). A 2026-07-28 stream listens
+/// for itself (see `Server::listen`).
 #[derive(Clone)]
 pub struct Peers {
     legacy: Arc<Mutex<Vec<Peer<RoleServer>>>>,
     generation: Arc<tokio::sync::watch::Sender<u64>>,
+    subscribers: Arc<Mutex<Vec<Weak<Subscribed>>>>,
 }
 
 impl Default for Peers {
@@ -50,7 +60,36 @@ impl Default for Peers {
         Peers {
             legacy: Arc::default(),
             generation: Arc::new(tokio::sync::watch::Sender::new(0)),
+            subscribers: Arc::default(),
         }
+    }
+}
+
+/// One legacy session's resource subscriptions, and its connection,
+/// known from its first `resources/subscribe` on. Dropped with the
+/// session, which is then told nothing again.
+#[derive(Default)]
+pub struct Subscribed {
+    uris: Mutex<BTreeSet<String>>,
+    peer: OnceLock<Peer<RoleServer>>,
+}
+
+/// Resources one session may be subscribed to at once: more than a client
+/// watches, few enough to bound what a session holds.
+pub const MAX_SUBSCRIPTIONS: usize = 256;
+
+impl Subscribed {
+    fn uris(&self) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
+        self.uris.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Stops telling the session about `uri`.
+    pub fn remove(&self, uri: &str) {
+        self.uris().remove(uri);
+    }
+
+    fn covers(&self, uri: &str) -> bool {
+        self.uris().contains(uri)
     }
 }
 
@@ -61,6 +100,48 @@ impl Peers {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(peer);
+    }
+
+    /// Subscribes `session`, on `peer`, to `uri` (already found readable),
+    /// unless it holds [`MAX_SUBSCRIPTIONS`] already.
+    pub fn subscribe(
+        &self,
+        session: &Arc<Subscribed>,
+        peer: Peer<RoleServer>,
+        uri: String,
+    ) -> Result<(), String> {
+        {
+            let mut uris = session.uris();
+            if uris.len() >= MAX_SUBSCRIPTIONS && !uris.contains(&uri) {
+                return Err(format!(
+                    "a session holds at most {MAX_SUBSCRIPTIONS} resource subscriptions; \
+                     unsubscribe from one first"
+                ));
+            }
+            uris.insert(uri);
+        }
+        if session.peer.set(peer).is_ok() {
+            let mut subscribers = self.subscribers.lock().unwrap_or_else(|p| p.into_inner());
+            subscribers.retain(|s| s.strong_count() > 0);
+            subscribers.push(Arc::downgrade(session));
+        }
+        Ok(())
+    }
+
+    /// The connections of the live sessions subscribed to `uri`.
+    fn subscribed_to(&self, uri: &str) -> Vec<Peer<RoleServer>> {
+        let mut subscribers = self.subscribers.lock().unwrap_or_else(|p| p.into_inner());
+        subscribers.retain(|s| {
+            s.upgrade()
+                .and_then(|s| s.peer.get().map(|p| !p.is_transport_closed()))
+                .unwrap_or(false)
+        });
+        subscribers
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|s| s.covers(uri))
+            .filter_map(|s| s.peer.get().cloned())
+            .collect()
     }
 
     /// Changes from now on, for one `subscriptions/listen` stream.
@@ -88,7 +169,39 @@ impl Peers {
     }
 }
 
+/// Reloads the tools when the plugins directory changes, and tells the
+/// subscribed sessions of the resource changes plugins announce, until the
+/// server stops.
 pub async fn watch(host: Arc<Controller>, peers: Peers) {
+    tokio::join!(
+        reload_on_change(Arc::clone(&host), peers.clone()),
+        tell_resource_changes(host, peers)
+    );
+}
+
+async fn tell_resource_changes(host: Arc<Controller>, peers: Peers) {
+    let mut changes = host.resource_changes();
+    loop {
+        let uri = match changes.recv().await {
+            Ok(uri) => uri,
+            Err(RecvError::Lagged(missed)) => {
+                tracing::warn!("{missed} resource changes were announced faster than told");
+                continue;
+            }
+            Err(RecvError::Closed) => return,
+        };
+        for peer in peers.subscribed_to(&uri) {
+            let told = peer
+                .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri.as_ref()))
+                .await;
+            if let Err(e) = told {
+                tracing::debug!("cannot tell a client that `{uri}` changed: {e}");
+            }
+        }
+    }
+}
+
+async fn reload_on_change(host: Arc<Controller>, peers: Peers) {
     let dir = host.config().plugins_dir().to_owned();
     let mut seen = snapshot(&dir);
     loop {

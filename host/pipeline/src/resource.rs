@@ -2,11 +2,13 @@
 //! prefixes it owns, its resources and templates), and what a read returns,
 //! in the host's types. Owns the rules a catalog must meet when its plugin
 //! loads: every URI under a prefix of its own, no `file:` (the host's),
-//! bounded counts and sizes. Never runs a plugin and never decides whether
-//! a session may read a URI (that is the policy's job).
+//! bounded counts and sizes; and the changes its tools announce
+//! ([`Changes`]), which reach whoever listens. Never runs a plugin and never
+//! decides whether a session may read a URI (that is the policy's job).
 
 use crate::content::ResourceContents;
 use serde::Serialize;
+use std::sync::Arc;
 
 /// What one plugin may declare: far more than a client lists, few enough
 /// to list and match cheaply.
@@ -185,6 +187,93 @@ impl Catalog {
     }
 }
 
+/// Distinct URIs one call may announce as changed: far more than a tool
+/// changes at once, few enough that a plugin cannot flood the clients.
+pub const MAX_ANNOUNCED: usize = 64;
+
+/// How many announcements a listener that falls behind may miss before
+/// it is told it lagged (it then misses the oldest, which a client that
+/// reads again on the next one does not need).
+const CHANGES_BACKLOG: usize = 1024;
+
+/// Where the resource changes plugins announce go: every listener (the MCP
+/// server's subscriptions) hears each URI as it is told.
+#[derive(Clone, Debug)]
+pub struct Changes(tokio::sync::broadcast::Sender<Arc<str>>);
+
+impl Default for Changes {
+    fn default() -> Changes {
+        Changes(tokio::sync::broadcast::Sender::new(CHANGES_BACKLOG))
+    }
+}
+
+impl Changes {
+    /// The URIs told from now on.
+    pub fn listen(&self) -> tokio::sync::broadcast::Receiver<Arc<str>> {
+        self.0.subscribe()
+    }
+
+    /// Tells every listener that `uris` changed.
+    pub fn tell(&self, uris: Vec<String>) {
+        for uri in uris {
+            // No listener (no client subscribed to anything) is not an error.
+            let _ = self.0.send(Arc::from(uri));
+        }
+    }
+}
+
+/// What one run of a plugin's tool announced as changed: URIs under the
+/// plugin's own prefixes, each once, at most [`MAX_ANNOUNCED`] of them.
+/// Kept until the run ends: only the sandbox knows whether its changes
+/// were real (a rehearsal's are not) and tells [`Changes`].
+#[derive(Debug)]
+pub struct Announced {
+    prefixes: Vec<String>,
+    uris: Vec<String>,
+}
+
+impl Announced {
+    /// Nothing announced yet by a plugin that owns `prefixes`.
+    pub fn new(prefixes: Vec<String>) -> Announced {
+        Announced {
+            prefixes,
+            uris: Vec::new(),
+        }
+    }
+
+    /// Takes `uri` as changed, or says why not.
+    pub fn announce(&mut self, uri: &str) -> Result<(), String> {
+        let shown: String = uri.chars().take(64).collect();
+        if uri.len() > MAX_URI || uri.chars().any(char::is_control) {
+            return Err(format!(
+                "`{shown}` is too long or holds a control character; nothing was announced"
+            ));
+        }
+        if !self.prefixes.iter().any(|p| uri.starts_with(p.as_str())) {
+            return Err(format!(
+                "`{shown}` is under none of this plugin's prefixes ({}); a plugin announces \
+                 only its own resources",
+                self.prefixes.join(", ")
+            ));
+        }
+        if self.uris.iter().any(|told| told == uri) {
+            return Ok(());
+        }
+        if self.uris.len() >= MAX_ANNOUNCED {
+            return Err(format!(
+                "a call announces at most {MAX_ANNOUNCED} changed resources; `{shown}` was not"
+            ));
+        }
+        self.uris.push(uri.to_owned());
+        Ok(())
+    }
+
+    /// The URIs announced, in order.
+    pub fn into_uris(self) -> Vec<String> {
+        self.uris
+    }
+}
+
 /// An RFC 6570 level 1 template: literal text and `{variable}`s.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Template {
@@ -339,6 +428,38 @@ mod tests {
             tail.matches("notes://mon"),
             Some(vec![("day".into(), "mon".into())])
         );
+    }
+
+    #[test]
+    fn a_call_announces_its_own_uris_once_each_and_no_more_than_the_cap() {
+        let mut announced = Announced::new(vec!["notes://".into()]);
+        announced.announce("notes://a").unwrap();
+        announced.announce("notes://a").unwrap();
+        assert!(
+            announced
+                .announce("other://a")
+                .unwrap_err()
+                .contains("prefixes")
+        );
+        assert!(announced.announce("notes://\n").is_err());
+        for n in 1..MAX_ANNOUNCED {
+            announced.announce(&format!("notes://{n}")).unwrap();
+        }
+        assert!(
+            announced
+                .announce("notes://one-more")
+                .unwrap_err()
+                .contains("at most")
+        );
+        let uris = announced.into_uris();
+        assert_eq!(uris.len(), MAX_ANNOUNCED);
+        assert_eq!(uris[0], "notes://a");
+
+        let changes = Changes::default();
+        let mut heard = changes.listen();
+        changes.tell(vec!["notes://a".into()]);
+        assert_eq!(heard.try_recv().unwrap().as_ref(), "notes://a");
+        assert!(heard.try_recv().is_err());
     }
 
     #[test]

@@ -101,6 +101,20 @@ impl Resources {
     }
 }
 
+/// Tells the host that `uri`, one of this plugin's resources, changed, so
+/// the clients subscribed to it read it again. Call it from a tool once the
+/// change is made:
+///
+/// ```ignore
+/// toolwarden_plugin::resources::changed("notes://today")?;
+/// ```
+///
+/// An error for a URI outside the plugin's prefixes, or past the 64th
+/// distinct URI of one call. In a preview's rehearsal it tells nobody.
+pub fn changed(uri: &str) -> Result<(), String> {
+    crate::bindings::toolwarden::tool::changes::resource_changed(uri)
+}
+
 impl ResourceContent {
     /// Text at `uri`.
     pub fn text(uri: &str, mime_type: &str, text: &str) -> ResourceContent {

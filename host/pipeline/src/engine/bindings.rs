@@ -97,3 +97,12 @@ pub(crate) mod v0_3_client {
         exports: { default: async },
     });
 }
+
+/// The optional `changes` import of 0.3.0 (`wit/tool.wit`).
+pub(crate) mod v0_3_changes {
+    wasmtime::component::bindgen!({
+        path: "../../wit",
+        world: "announcing-plugin",
+        exports: { default: async },
+    });
+}

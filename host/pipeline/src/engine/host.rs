@@ -5,15 +5,16 @@
 //! (0.2.0 and later), which hands a child call to the controller's
 //! [`ChildCalls`] and waits for it; it decides nothing itself. And the `ask`
 //! import (0.2.0 and later), which answers from the call's answers or stops
-//! the call; and the `client` import (0.3.0), whose requests to the client
-//! stop the call the same way once the policy's sampling grant lets them.
+//! the call; and what the `client` import (0.3.0, in `client`) asks of the
+//! client, which stops the call the same way once the policy's sampling
+//! grant lets it.
 
-use super::bindings::{v0_1, v0_2, v0_2_ask, v0_3, v0_3_ask, v0_3_client};
+use super::bindings::{v0_1, v0_2, v0_2_ask, v0_3, v0_3_ask};
 use super::state::{CallState, HostState, Sampled};
 use crate::call::{ChildCalls, LogLevel as Level, LogLine, Progress};
 use crate::presentation::cut_to;
 use crate::question::{Answer, Asked, MAX_QUESTIONS, Need, Question};
-use crate::sampling::{Completion, Message, Part, Role, Root, Sampling};
+use crate::sampling::{Part, Sampling};
 
 /// Longest progress message passed on; longer ones are cut.
 pub const MAX_PROGRESS_MESSAGE_BYTES: usize = 1024;
@@ -209,7 +210,7 @@ ask_interface!(v0_2_ask);
 ask_interface!(v0_3_ask);
 
 /// One request a plugin made of the person or the client, as it made it.
-enum Asking {
+pub(super) enum Asking {
     Form {
         key: String,
         message: String,
@@ -241,7 +242,7 @@ enum Refusal {
 }
 
 /// What a request got: an answer, or the host's refusal to send it.
-enum Got {
+pub(super) enum Got {
     Answer(Answer),
     Refused(String),
 }
@@ -250,7 +251,7 @@ impl HostState {
     /// The requests a plugin made, checked: a malformed one, a key twice
     /// in one batch, or more than [`MAX_QUESTIONS`] in the run is the
     /// plugin's defect and stops the call.
-    fn admit(&self, asked: Vec<Asking>) -> wasmtime::Result<Vec<Question>> {
+    pub(super) fn admit(&self, asked: Vec<Asking>) -> wasmtime::Result<Vec<Question>> {
         if self.asked.len() + asked.len() > MAX_QUESTIONS {
             return Err(wasmtime::Error::msg(format!(
                 "the plugin asked more than {MAX_QUESTIONS} questions in one call"
@@ -382,7 +383,7 @@ impl HostState {
     /// What each request got, in order: the host's refusal, or the answer
     /// from the call's answers; or, when any has no answer that fits, the
     /// call stopped at those.
-    fn gather(&mut self, questions: Vec<Question>) -> wasmtime::Result<Vec<Got>> {
+    pub(super) fn gather(&mut self, questions: Vec<Question>) -> wasmtime::Result<Vec<Got>> {
         let mut got = Vec::with_capacity(questions.len());
         let mut open = Vec::new();
         for question in questions {
@@ -455,165 +456,5 @@ fn mask_sampling(secrets: &crate::egress::Secrets, request: &mut Sampling) {
     }
     if let Some(system) = &mut request.system_prompt {
         secrets.mask_string(system);
-    }
-}
-
-mod client_wit {
-    //! The `client` import's types and the host's own, both ways.
-    pub(super) use super::v0_3_client::toolwarden::tool::ask::{Answer as WitAnswer, Query};
-    pub(super) use super::v0_3_client::toolwarden::tool::client::*;
-    pub(super) use super::v0_3_client::toolwarden::tool::tool::Media;
-}
-
-use client_wit as wit;
-
-fn role_in(role: wit::Role) -> Role {
-    match role {
-        wit::Role::User => Role::User,
-        wit::Role::Assistant => Role::Assistant,
-    }
-}
-
-fn role_out(role: Role) -> wit::Role {
-    match role {
-        Role::User => wit::Role::User,
-        Role::Assistant => wit::Role::Assistant,
-    }
-}
-
-fn part_in(part: wit::Part) -> Part {
-    match part {
-        wit::Part::Text(text) => Part::Text { text },
-        wit::Part::Image(m) => Part::Image {
-            data: crate::content::Bytes(m.data),
-            mime_type: m.mime_type,
-        },
-        wit::Part::Audio(m) => Part::Audio {
-            data: crate::content::Bytes(m.data),
-            mime_type: m.mime_type,
-        },
-    }
-}
-
-fn part_out(part: Part) -> wit::Part {
-    match part {
-        Part::Text { text } => wit::Part::Text(text),
-        Part::Image { data, mime_type } => wit::Part::Image(wit::Media {
-            mime_type,
-            data: data.0,
-        }),
-        Part::Audio { data, mime_type } => wit::Part::Audio(wit::Media {
-            mime_type,
-            data: data.0,
-        }),
-    }
-}
-
-fn sampling_in(request: wit::Sampling) -> Sampling {
-    Sampling {
-        messages: request
-            .messages
-            .into_iter()
-            .map(|m| Message {
-                role: role_in(m.role),
-                content: m.content.into_iter().map(part_in).collect(),
-            })
-            .collect(),
-        system_prompt: request.system_prompt,
-        max_tokens: request.max_tokens,
-        temperature: request.temperature,
-        stop_sequences: request.stop_sequences,
-    }
-}
-
-fn completion_out(completion: Completion) -> wit::Completion {
-    wit::Completion {
-        role: role_out(completion.role),
-        content: completion.content.into_iter().map(part_out).collect(),
-        model: completion.model,
-        stop_reason: completion.stop_reason,
-    }
-}
-
-fn roots_out(roots: Vec<Root>) -> Vec<wit::Root> {
-    roots
-        .into_iter()
-        .map(|r| wit::Root {
-            uri: r.uri,
-            name: r.name,
-        })
-        .collect()
-}
-
-/// What a sampling request got, as the plugin sees it.
-fn sampled(got: Got) -> Result<wit::Completion, String> {
-    match got {
-        Got::Answer(Answer::Sampled(completion)) => Ok(completion_out(completion)),
-        Got::Answer(Answer::Failed(why)) | Got::Refused(why) => Err(why),
-        Got::Answer(_) => Err("the client did not answer the sampling request".into()),
-    }
-}
-
-/// What a roots request got, as the plugin sees it.
-fn listed(got: Got) -> Result<Vec<wit::Root>, String> {
-    match got {
-        Got::Answer(Answer::Roots(roots)) => Ok(roots_out(roots)),
-        Got::Answer(Answer::Failed(why)) | Got::Refused(why) => Err(why),
-        Got::Answer(_) => Err("the client did not list its roots".into()),
-    }
-}
-
-impl v0_3_client::toolwarden::tool::client::Host for CallState {
-    fn create_message(
-        &mut self,
-        key: String,
-        request: wit::Sampling,
-    ) -> wasmtime::Result<Result<wit::Completion, String>> {
-        let asked = self.host.admit(vec![Asking::Sample {
-            key,
-            request: sampling_in(request),
-        }])?;
-        let got = self.host.gather(asked)?.pop();
-        Ok(got.map_or_else(|| Err("no answer".into()), sampled))
-    }
-
-    fn list_roots(&mut self, key: String) -> wasmtime::Result<Result<Vec<wit::Root>, String>> {
-        let asked = self.host.admit(vec![Asking::Roots { key }])?;
-        let got = self.host.gather(asked)?.pop();
-        Ok(got.map_or_else(|| Err("no answer".into()), listed))
-    }
-
-    fn gather(&mut self, needs: Vec<wit::Need>) -> wasmtime::Result<Vec<wit::Got>> {
-        let asked = needs
-            .into_iter()
-            .map(|need| match need {
-                wit::Need::Question(wit::Query { key, message, form }) => {
-                    Asking::Form { key, message, form }
-                }
-                wit::Need::Sample(s) => Asking::Sample {
-                    key: s.key,
-                    request: sampling_in(s.request),
-                },
-                wit::Need::Roots(key) => Asking::Roots { key },
-            })
-            .collect();
-        let questions = self.host.admit(asked)?;
-        let kinds: Vec<&'static str> = questions.iter().map(|q| q.need.capability()).collect();
-        let got = self.host.gather(questions)?;
-        Ok(kinds
-            .into_iter()
-            .zip(got)
-            .map(|(kind, got)| match kind {
-                "elicitation" => wit::Got::Answered(match got {
-                    Got::Answer(Answer::Accepted(content)) => {
-                        wit::WitAnswer::Accepted(content.to_string())
-                    }
-                    Got::Answer(Answer::Declined) => wit::WitAnswer::Declined,
-                    _ => wit::WitAnswer::Cancelled,
-                }),
-                "sampling" => wit::Got::Sampled(sampled(got)),
-                _ => wit::Got::Roots(listed(got)),
-            })
-            .collect())
     }
 }

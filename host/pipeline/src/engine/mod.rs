@@ -13,6 +13,8 @@
 
 mod bindings;
 mod cache;
+mod changes;
+mod client;
 mod contract;
 mod describe;
 mod error;
@@ -72,6 +74,7 @@ pub struct LoadedPlugin {
     /// Asked on every call: found once, at load.
     composes: bool,
     samples: bool,
+    announces: bool,
     presents: bool,
     shows: bool,
 }
@@ -149,6 +152,12 @@ impl LoadedPlugin {
         self.samples
     }
 
+    /// Whether it imports `changes`, so its tools may announce that its
+    /// resources changed.
+    pub fn announces(&self) -> bool {
+        self.announces
+    }
+
     /// Whether it exports `present`, so its tools may preview their calls.
     pub fn presents(&self) -> bool {
         self.presents
@@ -168,6 +177,8 @@ pub const COMPOSE_IMPORTS: [&str; 2] = [
 ];
 /// The import through which a plugin asks the client's model and roots.
 pub const CLIENT_IMPORT: &str = "toolwarden:tool/client@0.3.0";
+/// The import through which a plugin announces that its resources changed.
+pub const CHANGES_IMPORT: &str = "toolwarden:tool/changes@0.3.0";
 /// The export through which a plugin previews its calls.
 pub const PRESENT_EXPORTS: [&str; 2] = [
     "toolwarden:tool/present@0.2.0",
@@ -250,6 +261,11 @@ impl Compiler {
         )
         .map_err(engine_error)?;
         bindings::v0_3_client::toolwarden::tool::client::add_to_linker::<_, HasSelf<_>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(engine_error)?;
+        bindings::v0_3_changes::toolwarden::tool::changes::add_to_linker::<_, HasSelf<_>>(
             &mut linker,
             |s| s,
         )
@@ -354,6 +370,7 @@ impl Engine {
             .iter()
             .any(|name| COMPOSE_IMPORTS.contains(&name.as_str()));
         let samples = imports.iter().any(|name| name == CLIENT_IMPORT);
+        let announces = imports.iter().any(|name| name == CHANGES_IMPORT);
         let exports = |wanted: &[&str]| {
             component
                 .component_type()
@@ -388,6 +405,7 @@ impl Engine {
             imports,
             composes,
             samples,
+            announces,
             presents,
             shows,
         })

@@ -118,6 +118,10 @@ pub(crate) struct HostState {
     pub sampling: Option<SamplingBudget>,
     /// What this run's sampling requests asked for so far.
     pub sampled: Sampled,
+    /// What a tool's run announced as changed (`changes`); none where the
+    /// plugin does not announce, or nothing a client reads can change (a
+    /// prompt, a read, a plugin listing its tools).
+    pub announced: Option<crate::resource::Announced>,
 }
 
 /// Sampling requests a run made, and the tokens they asked for: all of
@@ -158,6 +162,7 @@ impl HostState {
             secrets: None,
             sampling: None,
             sampled: Sampled::default(),
+            announced: None,
         }
     }
 }
@@ -187,6 +192,15 @@ impl CallState {
     /// The questions the call asked, with their answers; taken out.
     pub(crate) fn take_asked(&mut self) -> Vec<crate::question::Asked> {
         std::mem::take(&mut self.host.asked)
+    }
+
+    /// The URIs the call announced as changed; taken out.
+    pub(crate) fn take_announced(&mut self) -> Vec<String> {
+        self.host
+            .announced
+            .take()
+            .map(crate::resource::Announced::into_uris)
+            .unwrap_or_default()
     }
 
     /// The requests the call sent (or tried to), so far.

@@ -57,6 +57,8 @@ pub struct Sandbox {
     /// Where the copies of the workspace that calls are rehearsed in go.
     rehearsals: std::path::PathBuf,
     rehearsal_limits: crate::workspace::ScratchLimits,
+    /// Who hears of the resource changes calls announce.
+    changes: crate::resource::Changes,
 }
 
 impl Sandbox {
@@ -76,12 +78,21 @@ impl Sandbox {
             retry,
             rehearsals,
             rehearsal_limits: limits,
+            changes: Default::default(),
         }
     }
 
     /// The engine plugins are loaded on.
     pub fn engine(&self) -> &Engine {
         &self.engine
+    }
+
+    /// Where the resource changes that calls announce are told: a run's
+    /// once it ends, whether or not it succeeded (what it did before it
+    /// failed is done); a rehearsal's never; an approved rehearsed call's
+    /// once its change is applied.
+    pub fn changes(&self) -> &crate::resource::Changes {
+        &self.changes
     }
 
     /// Sandbox instances free right now.
@@ -136,6 +147,7 @@ impl Sandbox {
             };
             requests.append(&mut tried.requests);
             asked.append(&mut tried.asked);
+            self.changes.tell(std::mem::take(&mut tried.announced));
             let backoff = self.retry.backoff_after(attempt);
             let again = (attempt < self.retry.attempts)
                 .then(|| retry::retryable(&tried.result, tried.started, tool.spec.effects))

@@ -153,7 +153,10 @@ impl Sandbox {
         let attempt = invoke(&self.engine, &self.slots, &job, cx, deadline, deadline).await;
         let result = match attempt.result {
             Ok(Ok(output)) => match self.apply_if_approved(&scratch, approved, workspace) {
-                Ok(()) => Ok(Ok(output)),
+                Ok(()) => {
+                    self.changes.tell(attempt.announced);
+                    Ok(Ok(output))
+                }
                 Err(refusal) => Err(refusal),
             },
             other => other,

@@ -16,6 +16,7 @@ use crate::engine::guest::{GUEST_WORKSPACE, Place, classify, log_stdio, new_stor
 use crate::engine::{CallContext, Engine, HostState, PluginPre, SamplingBudget};
 use crate::outcome::{CallError, ErrorCode};
 use crate::registry::{Plugin, Tool};
+use crate::resource::Announced;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
 
@@ -42,6 +43,9 @@ pub(super) struct Attempt {
     pub requests: Vec<crate::egress::RequestRecord>,
     /// The questions the tool asked, with their answers.
     pub asked: Vec<crate::question::Asked>,
+    /// The URIs of its plugin's resources the tool announced as changed,
+    /// for the sandbox to tell once the changes are real.
+    pub announced: Vec<String>,
     /// The plugin was instantiated, so it may have done something.
     pub started: bool,
 }
@@ -120,6 +124,7 @@ pub(super) async fn invoke(
         fuel_used: None,
         requests: Vec::new(),
         asked: Vec::new(),
+        announced: Vec::new(),
         started: false,
     };
     let tool = job.tool;
@@ -163,6 +168,11 @@ pub(super) async fn invoke(
                 .max_session_tokens
                 .saturating_sub(cx.session_sampled_tokens),
         }),
+        announced: tool
+            .plugin
+            .loaded
+            .announces()
+            .then(|| Announced::new(tool.plugin.catalog().prefixes.clone())),
         ..HostState::new(
             Arc::clone(&tool.name),
             cx.call_id.shared(),
@@ -205,12 +215,14 @@ pub(super) async fn invoke(
     let result = classify(outcome, &store, &pipes, deadline);
     let requests = store.data().requests();
     let asked = store.data_mut().take_asked();
+    let announced = store.data_mut().take_announced();
     release(Teardown::new(store, slot));
     Attempt {
         result,
         fuel_used,
         requests,
         asked,
+        announced,
         started: true,
     }
 }
