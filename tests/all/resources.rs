@@ -225,3 +225,105 @@ fn a_tool_announces_only_its_own_resources_and_a_listener_hears_each_once() {
     assert_eq!(count, 64);
     crate::harness::assert_still_serves(&host);
 }
+
+const WORKSPACE_FILES: &str = "[resources]\nworkspace = true\n\n\
+    [limits]\nmax_output_kb = 1\n\n\
+    [[rule]]\nresources = [\"file:///*/docs/*\"]\ndecision = \"allow\"\nreason = \"the docs are for reading\"\n\n\
+    [[rule]]\nresources = [\"file:///*/private/*\"]\ndecision = \"deny\"\nreason = \"private stays private\"\n";
+
+/// A workspace with docs to read, a private file, a link from the docs to
+/// it, a link from the private folder to the docs, and a file too large.
+fn workspace_with_links(t: &TestHost) -> String {
+    t.file("docs/a.md", "alpha");
+    t.file("docs/big.txt", &"x".repeat(2048));
+    t.file("private/secret.txt", "s3cret");
+    t.file(".hidden/docs/x.md", "hidden");
+    let ws = &t.workspace;
+    std::os::unix::fs::symlink("../private/secret.txt", ws.join("docs/shortcut.txt")).unwrap();
+    std::os::unix::fs::symlink("../docs/a.md", ws.join("private/pointer.md")).unwrap();
+    std::os::unix::fs::symlink("/etc/hostname", ws.join("docs/out.txt")).unwrap();
+    let root = std::fs::canonicalize(ws).unwrap();
+    format!("file://{}/", root.display())
+}
+
+#[test]
+fn the_workspaces_files_are_no_resources_unless_the_config_says_so() {
+    let t = TestHost::new(&[]).config(&WORKSPACE_FILES.replace("workspace = true", ""));
+    let base = workspace_with_links(&t);
+    let host = t.controller();
+    assert!(
+        host.offered_resources(None, None, |r| r.uri.clone())
+            .is_empty()
+    );
+    let refused = read(&host, &format!("{base}docs/a.md")).unwrap_err();
+    assert_eq!(refused.code, ErrorCode::UnknownTool);
+    assert!(
+        refused.message.contains("[resources] workspace = true"),
+        "{refused:?}"
+    );
+}
+
+#[test]
+fn a_workspace_file_is_read_as_a_read_file_call_would_be_decided() {
+    let t = TestHost::new(&[]).config(WORKSPACE_FILES);
+    let base = workspace_with_links(&t);
+    let host = t.controller();
+    // Listed: the allowed files that are plainly there; not the private
+    // one, not links, not hidden folders.
+    let listed = host.offered_resources(None, None, |r| (r.uri.clone(), r.name.clone()));
+    assert_eq!(
+        listed,
+        [
+            (format!("{base}docs/a.md"), "docs/a.md".to_owned()),
+            (format!("{base}docs/big.txt"), "docs/big.txt".to_owned()),
+        ]
+    );
+
+    let a = read(&host, &format!("{base}docs/a.md")).unwrap();
+    assert_eq!(text(&a), "alpha");
+    assert_eq!(a[0].mime_type.as_deref(), Some("text/markdown"));
+
+    // A link from the docs to the private file is decided where it leads;
+    // a link from the private folder is decided as it was written too.
+    for denied in [
+        "docs/shortcut.txt",
+        "private/pointer.md",
+        "private/secret.txt",
+    ] {
+        let refused = read(&host, &format!("{base}{denied}")).unwrap_err();
+        assert_eq!(
+            refused.code,
+            ErrorCode::PolicyDenied,
+            "{denied}: {refused:?}"
+        );
+        assert!(
+            refused.message.contains("private stays private"),
+            "{refused:?}"
+        );
+    }
+    // Nothing outside the workspace is a resource, however it is spelt.
+    for outside in [
+        format!("{base}docs/out.txt"),
+        format!("{base}docs/../../../etc/hostname"),
+        format!("{base}docs/%2e%2e/%2e%2e/%2e%2e/etc/hostname"),
+        "file:///etc/hostname".to_owned(),
+        format!("{base}docs/missing.md"),
+    ] {
+        let refused = read(&host, &outside).unwrap_err();
+        assert_eq!(
+            refused.code,
+            ErrorCode::UnknownTool,
+            "{outside}: {refused:?}"
+        );
+    }
+    let big = read(&host, &format!("{base}docs/big.txt")).unwrap_err();
+    assert_eq!(big.code, ErrorCode::OutputTooLarge, "{big:?}");
+
+    let uri = format!("{base}docs/a.md");
+    let trail = records_until(&host, &format!("resource:{uri}"), "outcome");
+    let kinds: Vec<&str> = trail.iter().map(|r| r.kind.as_str()).collect();
+    assert_eq!(kinds, ["call", "policy", "outcome"], "{trail:#?}");
+    let uri = format!("{base}private/pointer.md");
+    let trail = records_until(&host, &format!("resource:{uri}"), "refused");
+    assert_eq!(trail[1].kind, "policy", "{trail:#?}");
+}

@@ -136,3 +136,48 @@ async def test_a_listen_stream_hears_changes_only_to_resources_it_may_read(resou
             with anyio.move_on_after(1.5) as waited:
                 await sub.__anext__()
             assert waited.cancelled_caught, "told of a resource the session may not read"
+
+
+WORKSPACE_FILES = """
+[resources]
+workspace = true
+
+[[rule]]
+resources = ["file:///*"]
+decision = "allow"
+reason = "the workspace is for reading"
+
+[[rule]]
+resources = ["file:///*/private/*"]
+decision = "deny"
+reason = "private stays private"
+"""
+
+
+async def test_the_workspaces_files_are_resources_under_the_same_rules_as_a_read(host):
+    policy = host.workspace / "toolwarden.toml"
+    policy.write_text(policy.read_text() + WORKSPACE_FILES)
+    (host.workspace / "private").mkdir()
+    (host.workspace / "private" / "key.txt").write_text("s3cret")
+    (host.workspace / "notes.md").symlink_to("private/key.txt")
+    base = host.workspace.resolve().as_uri() + "/"
+    async with stdio_client(host.server()) as (r, w), ClientSession(r, w) as s:
+        await s.initialize()
+        listed = {str(r.uri): r.name for r in (await s.list_resources()).resources}
+        # The host's own config file is in the workspace but never a resource;
+        # the private file is denied; the link is not listed.
+        assert listed == {base + "hello.txt": "hello.txt"}, listed
+        hello = await s.read_resource(base + "hello.txt")
+        assert hello.contents[0].text == "hello"
+        assert hello.contents[0].mime_type == "text/plain"
+        for refused in ["notes.md", "private/key.txt"]:
+            with pytest.raises(MCPError) as denied:
+                await s.read_resource(base + refused)
+            assert denied.value.error.message.startswith("POLICY_DENIED"), denied.value.error
+        for nowhere in ["toolwarden.toml", "../../../../etc/passwd", "missing.txt"]:
+            with pytest.raises(MCPError) as missing:
+                await s.read_resource(base + nowhere)
+            assert missing.value.error.code == -32602, missing.value.error
+            assert not missing.value.error.message.startswith("POLICY"), missing.value.error
+    read = host.audit(f"resource:{base}hello.txt", until=lambda rs: any(r["kind"] == "outcome" for r in rs))
+    assert [r["kind"] for r in read] == ["call", "policy", "outcome"], read

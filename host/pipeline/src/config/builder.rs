@@ -224,6 +224,7 @@ impl ConfigBuilder {
             profiles: parsed.profiles,
             shared_store: parsed.store,
             auth: parsed.auth,
+            workspace_files: parsed.workspace_files,
         })
     }
 }

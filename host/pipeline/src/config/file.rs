@@ -40,6 +40,7 @@ use crate::sandbox::{Retry, RetrySection};
 use crate::scheduler::SchedulerSection;
 use crate::settings::SettingError;
 use crate::store::{SharedSettings, StoreSection};
+use crate::workspace::{ResourcesSection, WorkspaceFiles};
 use serde::Deserialize;
 use std::path::Path;
 use std::time::Duration;
@@ -78,6 +79,7 @@ struct FileConfig {
     rate_limit: Vec<Spanned<RateLimitSection>>,
     store: Option<Spanned<StoreSection>>,
     auth: Option<Spanned<super::auth::AuthSection>>,
+    resources: Option<Spanned<ResourcesSection>>,
 }
 
 /// What a config file says, before the policy is compiled.
@@ -101,6 +103,7 @@ pub(super) struct Parsed {
     pub profiles: Profiles,
     pub store: Option<SharedSettings>,
     pub auth: Option<super::AuthSettings>,
+    pub workspace_files: WorkspaceFiles,
 }
 
 /// A config error that does not yet know the file's name.
@@ -205,6 +208,7 @@ fn keys_of_table_above(text: &str, offset: usize) -> Option<(String, &'static st
         "rule" => RuleSection::KEYS,
         "rate_limit" => RateLimitSection::KEYS,
         "auth" => super::auth::AuthSection::KEYS,
+        "resources" => ResourcesSection::KEYS,
         _ => return None,
     };
     Some((header.to_owned(), keys))
@@ -334,6 +338,12 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         }
     };
     let auth = section(text, file.auth, |table| table.resolve().map(Some), || None)?;
+    let workspace_files = section(
+        text,
+        file.resources,
+        ResourcesSection::resolve,
+        WorkspaceFiles::default,
+    )?;
     if let Some((line, mistake)) = super::auth::unknown_caller_key(&rules, auth.as_ref()) {
         return Err(FileError::from_setting(line, mistake));
     }
@@ -364,6 +374,7 @@ pub(super) fn parse(text: &str) -> Result<Parsed, FileError> {
         profiles,
         store,
         auth,
+        workspace_files,
     })
 }
 

@@ -72,6 +72,8 @@ pub struct Config {
     pub(crate) nesting: crate::nesting::Nesting,
     /// How long a keyed call's outcome answers repeats (`[idempotency]`).
     pub(crate) idempotency_window: std::time::Duration,
+    /// Whether the workspace's files are `file://` resources (`[resources]`).
+    pub(crate) workspace_files: crate::workspace::WorkspaceFiles,
     /// Limits, TLS roots and credentials of every call's requests (what a
     /// call may reach is in `policy`).
     pub(crate) egress: std::sync::Arc<crate::egress::Egress>,

@@ -28,14 +28,17 @@
 //!
 //! It also owns the workspace's files where a call's change is rehearsed
 //! ([`scratch`]: a private copy, what a run changed in it, [`change`]) and
-//! where a rehearsed change is applied to the workspace itself.
+//! where a rehearsed change is applied to the workspace itself, and its
+//! files as `file://` resources ([`files`]).
 //!
 //! This step never decides whether a call is allowed and never runs a tool.
 
 mod change;
+mod files;
 mod scratch;
 
 pub use change::ChangeSet;
+pub use files::{ResourcesSection, WorkspaceFiles, is_file_uri, media_type};
 pub use scratch::{Applied, DEFAULT_MAX_ENTRIES, DEFAULT_MAX_MB, Scratch, ScratchLimits};
 
 use crate::real_path as resolve;
