@@ -128,7 +128,7 @@ python-plugin: $(VENV)/.installed
 # test-build made: with `-p toolwarden-tests` alone cargo unifies features
 # differently and compiles wasmtime once more.
 STORE_TESTS := approvals:: approvers:: rate_limits:: audit:: guards:: idempotency:: export:: previews:: questions:: \
-	compose:: cli:: faults:: retry:: pipeline:: scheduler:: profiles::
+	compose:: cli:: faults:: retry:: pipeline:: scheduler:: profiles:: sampling::
 pg-test: $(VENV)/.installed test-build
 	$(VENV)/bin/python tests/mcp/postgres.py $(CARGO) test --release --workspace --test all -- $(STORE_TESTS)
 

@@ -187,6 +187,22 @@ fn the_caps_per_call_and_per_session_hold() {
     let answers = given(vec![("capital_question", answered("Paris"))]);
     let r = call(&host, CAPITAL, json!({}), "a", &answers);
     assert_eq!(r.status, Status::Ok, "{r:#?}");
+
+    // The session's count is the store's: a restarted host (and so another
+    // host of a shared store) goes on from it, and forgets no session.
+    drop(host);
+    let host = t.controller();
+    let r = asked(&host, CAPITAL, json!({}), "a");
+    assert_eq!(r.code(), Some(ErrorCode::ToolFailed), "{r:#?}");
+    assert!(r.error.unwrap().message.contains("max_session_tokens"));
+    let r = asked(&host, CAPITAL, json!({}), "b");
+    assert_eq!(r.code(), Some(ErrorCode::InputRequired), "{r:#?}");
+    let r = asked(&host, CAPITAL, json!({}), "b");
+    assert_eq!(
+        r.code(),
+        Some(ErrorCode::ToolFailed),
+        "b asked 100 before: {r:#?}"
+    );
 }
 
 #[test]

@@ -63,8 +63,6 @@ pub struct Controller {
     sandbox: Sandbox,
     keys: Keys,
     owners: crate::ownership::Owners,
-    /// The tokens each session asked the client's model for.
-    sampled: sampling::SessionTokens,
 }
 
 /// What `inspect` reports about one plugin file.
@@ -368,7 +366,7 @@ impl Controller {
                 .map(|c| c as Arc<dyn crate::call::ChildCalls>),
             answers: Arc::new(request.answers.clone()),
             session_sampled_tokens: if tool.plugin.loaded.samples() {
-                self.sampled.used(&request.session)
+                self.sampled_tokens(&request.session)
             } else {
                 0
             },
@@ -386,7 +384,7 @@ impl Controller {
         if let Err(e) = &execution.result
             && e.code == ErrorCode::InputRequired
         {
-            self.sampled.charge(&request.session, &e.questions);
+            self.charge_sampled_tokens(&request.session, &e.questions);
         }
         trail.execution = Some(if took_no_effect {
             reservation.stopped_to_ask(started.elapsed())

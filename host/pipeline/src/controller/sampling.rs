@@ -1,50 +1,49 @@
 //! The tokens each session's calls have asked the client's model for, held
 //! to the policy's `max_session_tokens`. A request is paid for when it
 //! leaves the host (the call stops for it), whether or not the client
-//! answers. Kept in this host's memory: a restart, or another host of a
-//! shared store, starts the count again (see docs/policy.md, Sampling).
+//! answers. Kept in the store (`sampling_tokens`), so a restart does not
+//! reset a session's count, and hosts sharing a store count it together.
 
+use super::Controller;
 use crate::call::SessionId;
 use crate::question::{Need, Question};
-use std::collections::HashMap;
-use std::sync::Mutex;
 
-/// Sessions whose counts are kept; past it the oldest half is forgotten
-/// (each entry is a few dozen bytes, and a session idle that long is rare).
-const MAX_SESSIONS: usize = 65_536;
+/// The tokens `stopped_at`'s sampling requests ask for.
+fn asked_for(stopped_at: &[Question]) -> u64 {
+    stopped_at
+        .iter()
+        .filter_map(|q| match &q.need {
+            Need::Sample(request) => Some(u64::from(request.max_tokens)),
+            Need::Form | Need::Roots | Need::SamplingApproval(_) => None,
+        })
+        .sum()
+}
 
-#[derive(Debug, Default)]
-pub(super) struct SessionTokens(Mutex<HashMap<SessionId, (u64, u64)>>);
-
-impl SessionTokens {
-    /// The tokens `session`'s calls asked for so far.
-    pub(super) fn used(&self, session: &SessionId) -> u64 {
-        let sessions = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        sessions.get(session).map_or(0, |(tokens, _)| *tokens)
+impl Controller {
+    /// The tokens `session`'s calls asked for so far. A store that cannot
+    /// say counts as a spent budget: sampling fails closed.
+    pub(super) fn sampled_tokens(&self, session: &SessionId) -> u64 {
+        self.blocking_on_the_store(|| self.records.store().sampled_tokens(session.as_str()))
+            .unwrap_or_else(|e| {
+                tracing::error!("cannot read the session's sampling tokens, so none are left: {e}");
+                u64::MAX
+            })
     }
 
     /// Pays for the sampling requests a run stopped at.
-    pub(super) fn charge(&self, session: &SessionId, stopped_at: &[Question]) {
-        let tokens: u64 = stopped_at
-            .iter()
-            .filter_map(|q| match &q.need {
-                Need::Sample(request) => Some(u64::from(request.max_tokens)),
-                Need::Form | Need::Roots | Need::SamplingApproval(_) => None,
-            })
-            .sum();
+    pub(super) fn charge_sampled_tokens(&self, session: &SessionId, stopped_at: &[Question]) {
+        let tokens = asked_for(stopped_at);
         if tokens == 0 {
             return;
         }
-        let mut sessions = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if sessions.len() >= MAX_SESSIONS && !sessions.contains_key(session) {
-            let mut ages: Vec<u64> = sessions.values().map(|(_, at)| *at).collect();
-            ages.sort_unstable();
-            let cut = ages[ages.len() / 2];
-            sessions.retain(|_, (_, at)| *at > cut);
+        let now = crate::store::now_ms();
+        let charged = self.blocking_on_the_store(|| {
+            self.records
+                .store()
+                .charge_sampled_tokens(session.as_str(), tokens, now)
+        });
+        if let Err(e) = charged {
+            tracing::error!("cannot count {tokens} sampling tokens of the session: {e}");
         }
-        let stamp = crate::store::now_ms().try_into().unwrap_or(0);
-        let entry = sessions.entry(session.clone()).or_insert((0, stamp));
-        entry.0 = entry.0.saturating_add(tokens);
-        entry.1 = stamp;
     }
 }

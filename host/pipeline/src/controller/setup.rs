@@ -54,7 +54,6 @@ impl Controller {
         Ok(Arc::new_cyclic(|me| Controller {
             me: me.clone(),
             keys,
-            sampled: Default::default(),
             owners,
             config,
             registry: RwLock::new(Arc::new(registry)),

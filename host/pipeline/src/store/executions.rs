@@ -121,12 +121,20 @@ impl Store {
         let conn = self.conn();
         // A look first, so a pass that finds nothing old takes no write lock.
         let any_old = conn
-            .prepare_cached("SELECT 1 FROM executions WHERE ts_ms < ?1 LIMIT 1")
+            .prepare_cached(
+                "SELECT 1 FROM executions WHERE ts_ms < ?1 \
+                 UNION ALL SELECT 1 FROM sampling_tokens WHERE at_ms < ?1 LIMIT 1",
+            )
             .and_then(|mut stmt| stmt.exists(params![idle_since_ms]))
             .map_err(|e| self.error(e))?;
         if !any_old {
             return Ok(0);
         }
+        conn.execute(
+            "DELETE FROM sampling_tokens WHERE at_ms < ?1",
+            params![idle_since_ms],
+        )
+        .map_err(|e| self.error(e))?;
         conn.execute(
             "DELETE FROM executions WHERE ts_ms < ?1 \
              AND session NOT IN (SELECT session FROM executions WHERE ts_ms >= ?1)",

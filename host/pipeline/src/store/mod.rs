@@ -15,6 +15,7 @@ mod head;
 mod keys;
 mod owners;
 mod rates;
+mod sampling;
 mod schema;
 mod shared;
 mod tallies;

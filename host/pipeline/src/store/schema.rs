@@ -5,7 +5,7 @@
 use rusqlite::Connection;
 
 /// Bump with every migration below.
-const SCHEMA_VERSION: i64 = 13;
+const SCHEMA_VERSION: i64 = 14;
 
 const MIGRATION_1: &str = "
 CREATE TABLE audit (
@@ -153,6 +153,17 @@ const MIGRATION_13: &str = "
 CREATE INDEX executions_ts ON executions(ts_ms);
 ";
 
+/// The tokens each session's calls asked the client's model for (see
+/// `sampling`).
+const MIGRATION_14: &str = "
+CREATE TABLE sampling_tokens (
+    session TEXT PRIMARY KEY,
+    tokens  INTEGER NOT NULL,
+    at_ms   INTEGER NOT NULL
+);
+CREATE INDEX sampling_tokens_at ON sampling_tokens(at_ms);
+";
+
 /// Brings `conn`'s schema up to date, refusing one newer than this host's.
 pub(super) fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
     let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
@@ -181,6 +192,7 @@ pub(super) fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
         (11, MIGRATION_11),
         (12, MIGRATION_12),
         (13, MIGRATION_13),
+        (14, MIGRATION_14),
     ] {
         if version >= to {
             continue;

@@ -210,6 +210,14 @@ impl Shared {
         match *self {}
     }
 
+    pub fn sampled_tokens(&self, _: &str) -> Result<u64, SharedError> {
+        match *self {}
+    }
+
+    pub fn charge_sampled_tokens(&self, _: &str, _: i64, _: i64) -> Result<(), SharedError> {
+        match *self {}
+    }
+
     pub fn put_request_state(&self, _: &str, _: &str, _: i64, _: i64) -> Result<(), SharedError> {
         match *self {}
     }

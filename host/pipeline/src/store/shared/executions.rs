@@ -14,13 +14,14 @@ impl super::Shared {
         let now = crate::store::now_ms();
         let idle: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&idle_since_ms];
         let lapsed: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&now];
-        let (forgotten, _) = super::wait(async {
+        let (forgotten, _, _) = super::wait(async {
             futures::try_join!(
                 client.execute(FORGET_IDLE_SESSIONS, &idle),
                 client.execute(
                     "DELETE FROM budget_reservations WHERE expires_ms <= $1",
                     &lapsed
                 ),
+                client.execute("DELETE FROM sampling_tokens WHERE at_ms < $1", &idle),
             )
         })?;
         Ok(forgotten)

@@ -42,6 +42,8 @@ mod rates;
 #[cfg(feature = "postgres")]
 mod request_states;
 #[cfg(feature = "postgres")]
+mod sampling;
+#[cfg(feature = "postgres")]
 mod schema;
 #[cfg(feature = "postgres")]
 mod settings;

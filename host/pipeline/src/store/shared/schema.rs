@@ -6,7 +6,7 @@ use super::SharedError;
 use tokio_postgres::Client;
 
 /// Bump with every migration below.
-pub(super) const SCHEMA_VERSION: i32 = 12;
+pub(super) const SCHEMA_VERSION: i32 = 13;
 
 pub(super) const MIGRATION_1: &str = "
 CREATE TABLE approvals (
@@ -237,6 +237,17 @@ CREATE TRIGGER executions_removed AFTER DELETE ON executions
     REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION toolwarden_count_removed();
 ";
 
+/// The tokens each session's calls asked the client's model for (see
+/// `sampling`).
+pub(super) const MIGRATION_13: &str = "
+CREATE TABLE sampling_tokens (
+    session TEXT PRIMARY KEY,
+    tokens  BIGINT NOT NULL,
+    at_ms   BIGINT NOT NULL
+);
+CREATE INDEX sampling_tokens_at ON sampling_tokens(at_ms);
+";
+
 pub(super) async fn migrate(client: &mut Client) -> Result<(), SharedError> {
     let tx = client.transaction().await?;
     tx.execute(
@@ -276,6 +287,7 @@ pub(super) async fn migrate(client: &mut Client) -> Result<(), SharedError> {
         (10, MIGRATION_10),
         (11, MIGRATION_11),
         (12, MIGRATION_12),
+        (13, MIGRATION_13),
     ] {
         if version < to {
             tx.batch_execute(migration).await?;
