@@ -123,17 +123,17 @@ impl Server {
     ) -> Result<(), McpError> {
         let mut answers = match params.request_state.as_deref() {
             None => Answers::default(),
-            Some(state) => match self.states.redeem(state) {
-                Ok(Some(input::Pending::Prompt {
+            Some(state) => match self.redeem(state)? {
+                Some(input::Pending::Prompt {
                     session,
                     prompt,
                     arguments,
                     answers,
-                })) if prompt == request.name && arguments == request.arguments => {
+                }) if prompt == request.name && arguments == request.arguments => {
                     request.session = session;
                     answers
                 }
-                Ok(_) => {
+                _ => {
                     return Err(McpError::invalid_params(
                         "toolwarden: the request state is unknown, expired, altered, already used \
                          or for another request; nothing was rendered. hint: get the prompt again \
@@ -141,20 +141,9 @@ impl Server {
                         None,
                     ));
                 }
-                Err(e) => {
-                    return Err(McpError::internal_error(
-                        format!(
-                            "toolwarden: the request state could not be looked up: {e}. hint: \
-                             retry once the shared store is back"
-                        ),
-                        None,
-                    ));
-                }
             },
         };
-        if let Some(responses) = &params.input_responses {
-            let given = input::answers(responses)
-                .map_err(|e| McpError::invalid_params(format!("toolwarden: {e}"), None))?;
+        if let Some(given) = super::questions::input_responses(params.input_responses.as_ref())? {
             answers.extend(given);
         }
         request.answers = Arc::new(answers);

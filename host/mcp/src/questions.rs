@@ -31,7 +31,33 @@ use rmcp::model::{CallToolRequestParams, CallToolResponse, InputRequiredResult};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 
+/// The answers of a 2026-07-28 request's `inputResponses`, if it has any;
+/// malformed ones refuse the request.
+pub(super) fn input_responses(
+    responses: Option<&rmcp::model::InputResponses>,
+) -> Result<Option<crate::question::Answers>, McpError> {
+    responses
+        .map(input::answers)
+        .transpose()
+        .map_err(|e| McpError::invalid_params(format!("toolwarden: {e}"), None))
+}
+
 impl Server {
+    /// What a request state the host issued stands for, taken out (a
+    /// state is used once); `None` for one it did not issue, or that
+    /// expired or was used.
+    pub(super) fn redeem(&self, state: &str) -> Result<Option<input::Pending>, McpError> {
+        self.states.redeem(state).map_err(|e| {
+            McpError::internal_error(
+                format!(
+                    "toolwarden: the request state could not be looked up, so nothing was done: \
+                     {e}. hint: retry once the shared store is back"
+                ),
+                None,
+            )
+        })
+    }
+
     /// A 2026-07-28 call's input: the answers in `inputResponses`, and what
     /// its request state stood for. `Err` refuses the request (a state the
     /// host did not issue, or for another call; malformed responses);
@@ -41,27 +67,12 @@ impl Server {
         params: &CallToolRequestParams,
         request: &mut CallRequest,
     ) -> Result<Option<Box<CallResult>>, McpError> {
-        let responses = || {
-            params
-                .input_responses
-                .as_ref()
-                .map(input::answers)
-                .transpose()
-                .map_err(|e| McpError::invalid_params(format!("toolwarden: {e}"), None))
-        };
+        let responses = || input_responses(params.input_responses.as_ref());
         let Some(state) = params.request_state.as_deref() else {
             request.answers = responses()?.unwrap_or_default();
             return Ok(None);
         };
-        let redeemed = self.states.redeem(state).map_err(|e| {
-            McpError::internal_error(
-                format!(
-                    "toolwarden: the request state could not be looked up, so nothing ran: {e}. \
-                     hint: retry once the shared store is back"
-                ),
-                None,
-            )
-        })?;
+        let redeemed = self.redeem(state)?;
         match redeemed {
             None => Err(McpError::invalid_params(
                 "toolwarden: the request state is unknown, expired, altered or already used; \

@@ -8,7 +8,7 @@ use super::host::{Asking, Got};
 use super::state::CallState;
 #[cfg(doc)]
 use super::state::HostState;
-use crate::question::Answer;
+use crate::question::{Answer, Need};
 use crate::sampling::{Completion, Message, Part, Role, Root, Sampling};
 
 mod client_wit {
@@ -100,6 +100,23 @@ fn roots_out(roots: Vec<Root>) -> Vec<wit::Root> {
         .collect()
 }
 
+/// What a request of a `gather` is answered with, as the plugin sees it.
+enum Wanted {
+    Answer,
+    Completion,
+    Roots,
+}
+
+impl Wanted {
+    fn of(need: &Need) -> Wanted {
+        match need {
+            Need::Form | Need::SamplingApproval(_) => Wanted::Answer,
+            Need::Sample(_) => Wanted::Completion,
+            Need::Roots => Wanted::Roots,
+        }
+    }
+}
+
 /// What a sampling request got, as the plugin sees it.
 fn sampled(got: Got) -> Result<wit::Completion, String> {
     match got {
@@ -153,21 +170,21 @@ impl v0_3_client::toolwarden::tool::client::Host for CallState {
             })
             .collect();
         let questions = self.host.admit(asked)?;
-        let kinds: Vec<&'static str> = questions.iter().map(|q| q.need.capability()).collect();
+        let wanted: Vec<Wanted> = questions.iter().map(|q| Wanted::of(&q.need)).collect();
         let got = self.host.gather(questions)?;
-        Ok(kinds
+        Ok(wanted
             .into_iter()
             .zip(got)
-            .map(|(kind, got)| match kind {
-                "elicitation" => wit::Got::Answered(match got {
+            .map(|(wanted, got)| match wanted {
+                Wanted::Answer => wit::Got::Answered(match got {
                     Got::Answer(Answer::Accepted(content)) => {
                         wit::WitAnswer::Accepted(content.to_string())
                     }
                     Got::Answer(Answer::Declined) => wit::WitAnswer::Declined,
                     _ => wit::WitAnswer::Cancelled,
                 }),
-                "sampling" => wit::Got::Sampled(sampled(got)),
-                _ => wit::Got::Roots(listed(got)),
+                Wanted::Completion => wit::Got::Sampled(sampled(got)),
+                Wanted::Roots => wit::Got::Roots(listed(got)),
             })
             .collect())
     }

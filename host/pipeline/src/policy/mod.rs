@@ -391,8 +391,9 @@ impl Policy {
                         verdict == Verdict::Ask,
                     ),
                 };
-                let sampling = self
-                    .samples
+                // Only a plugin that imports `client` can sample: every
+                // other call skips the sampling rules.
+                let sampling = (self.samples && tool.plugin.loaded.samples())
                     .then(|| {
                         self.sampling_grant(&tool.spec.name, tool.plugin.file_name(), made_by.1)
                             .ok()
