@@ -146,6 +146,10 @@ async def test_under_an_ask_rule_the_person_allows_each_request_first(host):
 
     async def person(context, params):
         asked.append(params.message)
+        form = params.requested_schema
+        assert form["title"] == "toolwarden approval: send this one request to your model?", form
+        choices = form["properties"]["toolwarden_decision"]["oneOf"]
+        assert choices[0] == {"const": "approve_once", "title": "Approve this one request"}, choices
         return types.ElicitResult(action="accept", content={"toolwarden_decision": "approve_once"})
 
     async with stdio_client(host.server()) as (r, w), ClientSession(

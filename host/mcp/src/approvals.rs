@@ -30,15 +30,18 @@ impl Server {
         if !approval.awaits(&Caller::identity_of(caller)) {
             return None;
         }
-        input::approval_form(format!(
-            "toolwarden asks you to approve one call (approval {}).\n\ntool: {}\narguments: {}\ncapability: filesystem {}, network {}\nwhy the policy asks: {}\n\nChoose \"Approve this one call\" to let it run once, or \"Deny\".",
-            approval.id,
-            crate::presentation::one_line(&approval.tool),
-            crate::presentation::visible(&approval.args.to_string()),
-            approval.capability,
-            approval.network,
-            crate::presentation::visible(&approval.reason),
-        ))
+        input::approval_form(
+            format!(
+                "toolwarden asks you to approve one call (approval {}).\n\ntool: {}\narguments: {}\ncapability: filesystem {}, network {}\nwhy the policy asks: {}\n\nChoose \"Approve this one call\" to let it run once, or \"Deny\".",
+                approval.id,
+                crate::presentation::one_line(&approval.tool),
+                crate::presentation::visible(&approval.args.to_string()),
+                approval.capability,
+                approval.network,
+                crate::presentation::visible(&approval.reason),
+            ),
+            input::Approving::Call,
+        )
     }
 
     /// Records the answer of the person behind the client to approval

@@ -192,8 +192,10 @@ pub fn input_request(question: &crate::question::Question) -> Option<InputReques
         Need::Sample(sampling) => sampling_params(sampling)
             .map(|params| InputRequest::CreateMessage(CreateMessageRequest::new(params))),
         Need::Roots => Some(InputRequest::ListRoots(ListRootsRequest::default())),
-        Need::SamplingApproval(_) => approval_form(question.message.clone())
-            .map(|form| InputRequest::Elicitation(rmcp::model::ElicitRequest::new(form))),
+        Need::SamplingApproval(_) => {
+            { approval_form(question.message.clone(), Approving::SamplingRequest) }
+                .map(|form| InputRequest::Elicitation(rmcp::model::ElicitRequest::new(form)))
+        }
     }
 }
 
@@ -294,18 +296,44 @@ pub const DECISION_FIELD: &str = crate::question::APPROVAL_FIELD;
 const APPROVE_ONCE: &str = crate::question::APPROVE_ONCE;
 const DENY: &str = crate::question::DENY;
 
-/// The host's approval form: a title no plugin may use, what will run (in
-/// `message`), and one explicit choice: approve this one call, or deny it.
-pub fn approval_form(message: String) -> Option<ElicitRequestParams> {
+/// What the host's approval form lets run once.
+#[derive(Clone, Copy, Debug)]
+pub enum Approving {
+    /// A tool call the policy asks about.
+    Call,
+    /// A tool's request to the client's model under an `ask` sampling rule.
+    SamplingRequest,
+}
+
+impl Approving {
+    fn titles(self) -> (&'static str, &'static str) {
+        match self {
+            Approving::Call => (
+                "toolwarden approval: run this one call?",
+                "Approve this one call",
+            ),
+            Approving::SamplingRequest => (
+                "toolwarden approval: send this one request to your model?",
+                "Approve this one request",
+            ),
+        }
+    }
+}
+
+/// The host's approval form: a title no plugin may use, what it is about
+/// (in `message`), and one explicit choice: approve this one call (or
+/// request), or deny it.
+pub fn approval_form(message: String, approving: Approving) -> Option<ElicitRequestParams> {
+    let (title, approve) = approving.titles();
     let schema = serde_json::json!({
         "type": "object",
-        "title": "toolwarden approval: run this one call?",
+        "title": title,
         "properties": {
             DECISION_FIELD: {
                 "type": "string",
                 "title": "toolwarden: your decision",
                 "oneOf": [
-                    { "const": APPROVE_ONCE, "title": "Approve this one call" },
+                    { "const": APPROVE_ONCE, "title": approve },
                     { "const": DENY, "title": "Deny" },
                 ],
             },
@@ -378,7 +406,7 @@ mod tests {
         );
         assert_eq!(decision(&ElicitationAction::Cancel, None), None);
         assert!(
-            approval_form("m".into()).is_some(),
+            approval_form("m".into(), Approving::Call).is_some(),
             "the form is expressible"
         );
     }

@@ -230,7 +230,10 @@ pub(super) async fn request_of_client(
     match &question.need {
         Need::Form | Need::SamplingApproval(_) => {
             let form = match &question.need {
-                Need::SamplingApproval(_) => input::approval_form(question.message.clone())?,
+                Need::SamplingApproval(_) => input::approval_form(
+                    question.message.clone(),
+                    input::Approving::SamplingRequest,
+                )?,
                 _ => input::question_form(question)?,
             };
             match tokio::time::timeout(ELICITATION_TIMEOUT, cx.peer.create_elicitation(form)).await
