@@ -39,6 +39,7 @@
 //! The crate never decides policy: what a tool declares here (effects, risk,
 //! filesystem) is a claim the host checks and governs, not a permission.
 
+mod args;
 pub mod client;
 mod context;
 mod export;
@@ -50,7 +51,6 @@ mod schema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use std::path::PathBuf;
 
 #[doc(hidden)]
 pub mod bindings {
@@ -75,94 +75,12 @@ pub use wit::{
     Risk, ToolError,
 };
 
+pub use args::{WebUrl, WorkspacePath};
 pub use context::Context;
 pub use export::{__no_prompts, __private};
 pub use prompts::{Prompt, PromptArgs, PromptMessage, Role, assistant, text, user};
 pub use resources::{ResourceContent, Resources};
 pub use schema::{input_schema, output_schema};
-
-/// A path argument relative to the workspace root. Its schema carries
-/// `format: path`, so the host's path guard checks it before the call runs;
-/// the sandbox's preopen keeps the access inside the workspace regardless.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, Serialize)]
-#[serde(transparent)]
-pub struct WorkspacePath(String);
-
-impl WorkspacePath {
-    /// The path as the model wrote it.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// The path joined onto the workspace this call was granted.
-    pub fn resolve(&self, ctx: &Context) -> Result<PathBuf, ToolError> {
-        Ok(ctx.workspace()?.join(&self.0))
-    }
-}
-
-impl std::fmt::Display for WorkspacePath {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl schemars::JsonSchema for WorkspacePath {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "WorkspacePath".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "type": "string",
-            "format": "path",
-            "minLength": 1,
-            "maxLength": 4096,
-        })
-    }
-
-    fn inline_schema() -> bool {
-        true
-    }
-}
-
-/// An `http(s)` URL argument. Its schema carries `format: uri`, so before
-/// the call runs the host reads it as browsers do, hands the tool that
-/// canonical form, and refuses a URL whose origin the call is not granted
-/// (the host checks every request the tool sends as well).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, Serialize)]
-#[serde(transparent)]
-pub struct WebUrl(String);
-
-impl WebUrl {
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Display for WebUrl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl schemars::JsonSchema for WebUrl {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "WebUrl".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "type": "string",
-            "format": "uri",
-            "minLength": 1,
-            "maxLength": 8192,
-        })
-    }
-
-    fn inline_schema() -> bool {
-        true
-    }
-}
 
 /// A result with text for the model beside the JSON value, and content
 /// blocks after it. Return a plain value when the JSON says it all; the

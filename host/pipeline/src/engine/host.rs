@@ -7,14 +7,15 @@
 //! import (0.2.0 and later), which answers from the call's answers or stops
 //! the call; and what the `client` import (0.3.0, in `client`) asks of the
 //! client, which stops the call the same way once the policy's sampling
-//! grant lets it.
+//! grant lets it (see `sampling_gate`).
 
 use super::bindings::{v0_1, v0_2, v0_2_ask, v0_3, v0_3_ask};
-use super::state::{CallState, HostState, Sampled};
+use super::sampling_gate::{Refusal, mask_sampling};
+use super::state::{CallState, HostState};
 use crate::call::{ChildCalls, LogLevel as Level, LogLine, Progress};
 use crate::presentation::cut_to;
 use crate::question::{Answer, Asked, MAX_QUESTIONS, Need, Question};
-use crate::sampling::{Part, Sampling};
+use crate::sampling::Sampling;
 
 /// Longest progress message passed on; longer ones are cut.
 pub const MAX_PROGRESS_MESSAGE_BYTES: usize = 1024;
@@ -233,14 +234,6 @@ impl Asking {
     }
 }
 
-/// Why a request does not go out now.
-enum Refusal {
-    /// Never, for this reason (the tool is told).
-    Now(String),
-    /// Not before the person answers the host's question about it.
-    AskFirst,
-}
-
 /// What a request got: an answer, or the host's refusal to send it.
 pub(super) enum Got {
     Answer(Answer),
@@ -289,95 +282,6 @@ impl HostState {
             questions.push(question);
         }
         Ok(questions)
-    }
-
-    /// Why the policy lets `question` not leave the host, if it is a
-    /// sampling request the call's grant does not cover; else counts it
-    /// against the grant (answered or not: a rerun makes it again).
-    fn refusal(&mut self, question: &Question) -> Option<Refusal> {
-        let Need::Sample(request) = &question.need else {
-            return None;
-        };
-        let Some(budget) = self.sampling else {
-            return Some(Refusal::Now(format!(
-                "sampling refused: the policy grants tool `{tool}` no sampling; to allow it, add \
-                 to toolwarden.toml:\n\n[[rule]]\nsampling = [\"{tool}\"]\ndecision = \
-                 \"allow\"\nreason = \"...\"",
-                tool = self.tool
-            )));
-        };
-        let sampled = self.sampled;
-        let asked = u64::from(request.max_tokens);
-        let answered = self
-            .answers
-            .as_deref()
-            .is_some_and(|answers| answers.get(&question.key).is_some());
-        let unanswered = if answered { 0 } else { asked };
-        let grant = budget.grant;
-        let why = if sampled.requests >= grant.max_requests {
-            format!(
-                "sampling refused: a call of `{}` may make {} sampling request(s) \
-                 (`max_requests`)",
-                self.tool, grant.max_requests
-            )
-        } else if sampled.tokens + asked > grant.max_tokens {
-            format!(
-                "sampling refused: {asked} more tokens would pass the {} a call of `{}` may ask \
-                 for (`max_tokens`; {} asked so far)",
-                grant.max_tokens, self.tool, sampled.tokens
-            )
-        } else if sampled.unanswered_tokens + unanswered > budget.session_tokens_left {
-            format!(
-                "sampling refused: {asked} more tokens would pass what the session has left \
-                 of its {} (`max_session_tokens`)",
-                grant.max_session_tokens
-            )
-        } else {
-            self.sampled = Sampled {
-                requests: sampled.requests + 1,
-                tokens: sampled.tokens + asked,
-                unanswered_tokens: sampled.unanswered_tokens + unanswered,
-            };
-            return None;
-        };
-        Some(Refusal::Now(why))
-    }
-
-    /// For a sampling request an `ask` rule governs: `None` once the
-    /// person said yes to this very request; a refusal when they said no;
-    /// else the host's question goes into `open` and the request waits
-    /// for its answer (`AskFirst`).
-    fn unapproved(&mut self, question: &Question, open: &mut Vec<Question>) -> Option<Refusal> {
-        let Need::Sample(request) = &question.need else {
-            return None;
-        };
-        if !self.sampling.is_some_and(|budget| budget.grant.ask) {
-            return None;
-        }
-        let approval =
-            Question::sampling_approval(&question.key, request, &self.tool, &self.plugin);
-        let answer = self
-            .answers
-            .as_deref()
-            .and_then(|answers| answers.get(&approval.key))
-            .filter(|answer| approval.admits(answer).is_ok())
-            .cloned();
-        match answer {
-            Some(answer) => {
-                self.asked.push(Asked::new(&approval, Some(&answer)));
-                (!Question::approves(&answer)).then(|| {
-                    Refusal::Now(format!(
-                        "sampling refused: the person did not allow request `{}` to go to the \
-                         client's model",
-                        question.key
-                    ))
-                })
-            }
-            None => {
-                open.push(approval);
-                Some(Refusal::AskFirst)
-            }
-        }
     }
 
     /// What each request got, in order: the host's refusal, or the answer
@@ -442,19 +346,5 @@ impl HostState {
         } else {
             Err(wasmtime::Error::msg("the call stopped to ask a person"))
         }
-    }
-}
-
-/// Masks the credentials' secrets in the text a plugin sends the model.
-fn mask_sampling(secrets: &crate::egress::Secrets, request: &mut Sampling) {
-    for message in &mut request.messages {
-        for part in &mut message.content {
-            if let Part::Text { text } = part {
-                secrets.mask_string(text);
-            }
-        }
-    }
-    if let Some(system) = &mut request.system_prompt {
-        secrets.mask_string(system);
     }
 }

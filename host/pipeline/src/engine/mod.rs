@@ -15,6 +15,7 @@ mod bindings;
 mod cache;
 mod changes;
 mod client;
+mod compiler;
 mod contract;
 mod describe;
 mod error;
@@ -24,6 +25,7 @@ mod links;
 mod prompting;
 mod resources;
 mod root;
+mod sampling_gate;
 mod setup;
 mod state;
 mod views;
@@ -37,10 +39,11 @@ pub(crate) use state::{CallState, HostState, SamplingBudget};
 use crate::egress::Egress;
 use crate::limits::Limits;
 use crate::provenance::Provenance;
+use compiler::Compiler;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
-use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::component::Component;
 
 /// Where a loaded plugin's compiled code came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -214,85 +217,6 @@ pub struct Engine {
     /// What a plugin file must prove before it is compiled.
     provenance: Arc<Provenance>,
     ticker: setup::Ticker,
-}
-
-/// One wasmtime engine, the linker every plugin is linked with on it, and
-/// its compile cache (entries are per engine: the two never mix).
-struct Compiler {
-    wasmtime: wasmtime::Engine,
-    linker: Linker<CallState>,
-    cache: cache::Cache,
-}
-
-impl Compiler {
-    fn new(engine: wasmtime::Engine, cache: &cache::CacheDir) -> Result<Compiler, EngineError> {
-        let engine_error = EngineError::from_wasmtime;
-        let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(engine_error)?;
-        // Linked for every plugin, so a plugin that imports it still loads
-        // and is then refused by name if it declares no network; a call
-        // without a network grant has every request refused.
-        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(engine_error)?;
-        links::shadow(&mut linker).map_err(engine_error)?;
-        bindings::v0_1::toolwarden::tool::host::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
-            .map_err(engine_error)?;
-        bindings::v0_2::toolwarden::tool::host::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
-            .map_err(engine_error)?;
-        bindings::v0_2::toolwarden::tool::compose::add_to_linker::<_, HasSelf<_>>(
-            &mut linker,
-            |s| s,
-        )
-        .map_err(engine_error)?;
-        bindings::v0_2_ask::toolwarden::tool::ask::add_to_linker::<_, HasSelf<_>>(
-            &mut linker,
-            |s| s,
-        )
-        .map_err(engine_error)?;
-        bindings::v0_3::toolwarden::tool::host::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
-            .map_err(engine_error)?;
-        bindings::v0_3::toolwarden::tool::compose::add_to_linker::<_, HasSelf<_>>(
-            &mut linker,
-            |s| s,
-        )
-        .map_err(engine_error)?;
-        bindings::v0_3_ask::toolwarden::tool::ask::add_to_linker::<_, HasSelf<_>>(
-            &mut linker,
-            |s| s,
-        )
-        .map_err(engine_error)?;
-        bindings::v0_3_client::toolwarden::tool::client::add_to_linker::<_, HasSelf<_>>(
-            &mut linker,
-            |s| s,
-        )
-        .map_err(engine_error)?;
-        bindings::v0_3_changes::toolwarden::tool::changes::add_to_linker::<_, HasSelf<_>>(
-            &mut linker,
-            |s| s,
-        )
-        .map_err(engine_error)?;
-        let cache = cache.for_engine(setup::engine_key(&engine));
-        Ok(Compiler {
-            wasmtime: engine,
-            linker,
-            cache,
-        })
-    }
-
-    /// Compiles `wasm` and caches the result.
-    fn compile(&self, wasm: &[u8], sha256: &str) -> Result<Component, PluginError> {
-        let component = Component::new(&self.wasmtime, wasm)
-            .map_err(|e| PluginError::NotAComponent(format!("{e:#}")))?;
-        self.cache.put(sha256, &component);
-        Ok(component)
-    }
-
-    fn link(&self, component: &Component) -> Result<PluginPre, PluginError> {
-        let pre = self
-            .linker
-            .instantiate_pre(component)
-            .map_err(|e| PluginError::WrongWorld(format!("{e:#}")))?;
-        PluginPre::new(pre).map_err(PluginError::WrongWorld)
-    }
 }
 
 impl fmt::Debug for Engine {
