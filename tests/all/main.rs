@@ -25,6 +25,7 @@ mod links;
 mod mcp;
 mod names;
 mod network;
+mod offers;
 mod onboarding;
 mod paths;
 mod pipeline;

@@ -7,6 +7,7 @@
 //! fixture, `prompt_probe` and `resource_squatter`.
 
 use crate::harness::{TestHost, records_until, runtime, started};
+use toolwarden::changes::Change;
 use toolwarden::content::ResourceContents;
 use toolwarden::{Controller, ErrorCode, OfferRequest};
 use toolwarden_tests::{CONFORMANCE, PROMPT_PROBE, RESOURCE_SQUATTER};
@@ -178,7 +179,7 @@ fn two_plugins_may_not_claim_overlapping_prefixes_and_file_is_the_hosts() {
 #[test]
 fn a_tool_announces_only_its_own_resources_and_a_listener_hears_each_once() {
     let (_t, host) = started(&[CONFORMANCE], crate::harness::ALLOW_ALL);
-    let mut heard = host.resource_changes();
+    let mut heard = host.plugin_changes();
     let touch = |uris: &[&str]| {
         crate::harness::call(
             &host,
@@ -190,8 +191,8 @@ fn a_tool_announces_only_its_own_resources_and_a_listener_hears_each_once() {
     let told = touch(&["test://watched-resource", "test://watched-resource"]);
     assert_eq!(told.status, toolwarden::Status::Ok, "{told:#?}");
     assert_eq!(
-        heard.try_recv().unwrap().as_ref(),
-        "test://watched-resource"
+        heard.try_recv().unwrap(),
+        Change::Resource("test://watched-resource".into())
     );
     assert!(heard.try_recv().is_err(), "announced twice in one call");
 

@@ -59,6 +59,14 @@ class Host:
         (self.workspace / "toolwarden.toml").write_text(POLICY)
         (self.workspace / "hello.txt").write_text("hello")
 
+    def with_conformance(self, rules: str = "") -> "Host":
+        """Adds the conformance fixture plugin (the MCP scenarios' tools,
+        prompts and resources) and appends `rules` to the policy."""
+        shutil.copy(WASM / "conformance.wasm", self.plugins)
+        policy = self.workspace / "toolwarden.toml"
+        policy.write_text(policy.read_text() + rules)
+        return self
+
     def env(self) -> dict:
         return {
             "PATH": os.environ.get("PATH", ""),

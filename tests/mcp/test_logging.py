@@ -29,11 +29,8 @@ EVERY_LEVEL = [
 
 @pytest.fixture
 def logging_host(host):
-    shutil.copy(WASM / "conformance.wasm", host.plugins)
-    policy = host.workspace / "toolwarden.toml"
-    policy.write_text(policy.read_text() + f'\n[[rule]]\ntools = ["{TOOL}"]\ndecision = "allow"\n'
-                      'reason = "logs, nothing else"\n')
-    return host
+    return host.with_conformance(f'\n[[rule]]\ntools = ["{TOOL}"]\ndecision = "allow"\n'
+                                 'reason = "logs, nothing else"\n')
 
 
 class Lines:

@@ -6,15 +6,12 @@ comes from the plugin, and every `prompts/get` is in the audit log. The
 official Python SDK is the client; the conformance suite's prompt scenarios
 run in test_conformance.py."""
 
-import shutil
-
 import pytest
 from mcp import Client, ClientSession, types
 from mcp.shared.exceptions import MCPError
 from mcp.client.stdio import stdio_client
 from mcp.types import PromptReference
 
-from conftest import WASM
 
 pytestmark = pytest.mark.anyio
 
@@ -33,10 +30,7 @@ reason = "no images in this project's prompts"
 
 @pytest.fixture
 def prompt_host(host):
-    shutil.copy(WASM / "conformance.wasm", host.plugins)
-    policy = host.workspace / "toolwarden.toml"
-    policy.write_text(policy.read_text() + PROMPTS)
-    return host
+    return host.with_conformance(PROMPTS)
 
 
 async def test_the_policy_decides_which_prompts_a_client_lists_and_gets(prompt_host):
@@ -92,7 +86,7 @@ async def test_the_policy_decides_which_prompts_a_client_lists_and_gets(prompt_h
 
 
 async def test_a_host_whose_policy_allows_no_prompt_lists_none(host):
-    shutil.copy(WASM / "conformance.wasm", host.plugins)
+    host.with_conformance()
     async with stdio_client(host.server()) as (r, w), ClientSession(r, w) as s:
         await s.initialize()
         assert (await s.list_prompts()).prompts == []

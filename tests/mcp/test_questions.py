@@ -97,17 +97,9 @@ async def test_a_legacy_client_is_asked_the_approval_again_after_a_question(host
     """A tool the policy asks about, which asks a question itself: the run
     that asked used up its approval, so a client of the `initialize` era is
     asked for it again (as the CLI would ask), and the call then completes."""
-    import shutil
 
-    from mcp import ClientSession
-    from mcp.client.stdio import stdio_client
-
-    from conftest import WASM
-
-    shutil.copy(WASM / "conformance.wasm", host.plugins)
-    policy = host.workspace / "toolwarden.toml"
-    policy.write_text(policy.read_text() + '\n[[rule]]\ntools = ["confirm_delete"]\ndecision = "ask"\n'
-                      'reason = "deleting needs a person"\n')
+    host.with_conformance('\n[[rule]]\ntools = ["confirm_delete"]\ndecision = "ask"\n'
+                          'reason = "deleting needs a person"\n')
     asked = []
 
     async def answer(context, params):

@@ -10,8 +10,6 @@ stream), and only of a URI they may read. The official Python SDK is the
 client; the conformance suite's resource scenarios run in
 test_conformance.py."""
 
-import shutil
-
 import anyio
 import pytest
 from mcp import Client, ClientSession, types
@@ -20,7 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourceUpdated
 
-from conftest import WASM, http_serve
+from conftest import http_serve
 
 pytestmark = pytest.mark.anyio
 
@@ -41,10 +39,7 @@ TOUCHED = ["test://static-text", "test://watched-resource", "test://static-binar
 
 @pytest.fixture
 def resource_host(host):
-    shutil.copy(WASM / "conformance.wasm", host.plugins)
-    policy = host.workspace / "toolwarden.toml"
-    policy.write_text(policy.read_text() + RESOURCES)
-    return host
+    return host.with_conformance(RESOURCES)
 
 
 async def test_the_policy_decides_which_resources_a_client_lists_and_reads(resource_host):

@@ -6,13 +6,10 @@ server sends `sampling/createMessage` and `roots/list`). The policy decides:
 no rule, no request leaves; a cap holds before anything is sent; a client
 that cannot sample gets a clear error, never a hang."""
 
-import shutil
-
 import pytest
 from mcp import Client, ClientSession, types
 from mcp.client.stdio import stdio_client
 
-from conftest import WASM
 
 pytestmark = pytest.mark.anyio
 
@@ -35,9 +32,7 @@ reason = "the tests' model answers short questions"
 
 
 def with_policy(host, extra: str):
-    shutil.copy(WASM / "conformance.wasm", host.plugins)
-    policy = host.workspace / "toolwarden.toml"
-    policy.write_text(policy.read_text() + TOOLS_RULE + extra)
+    host.with_conformance(TOOLS_RULE + extra)
 
 
 def text(result) -> str:

@@ -9,6 +9,7 @@ use rmcp::ErrorData as McpError;
 use rmcp::model::SubscriptionFilter;
 use rmcp::service::SubscriptionContext;
 use tokio::sync::broadcast::error::RecvError;
+use toolwarden::changes::Change;
 
 /// The filter a stream that asked for `requested` gets.
 pub(crate) fn accepted(requested: &SubscriptionFilter) -> SubscriptionFilter {
@@ -23,8 +24,9 @@ pub(crate) fn accepted(requested: &SubscriptionFilter) -> SubscriptionFilter {
 }
 
 impl Server {
-    /// Tells the stream each time the plugins directory changes the tool
-    /// list, and each time a plugin announces that a resource it subscribed
+    /// Tells the stream each time the tool list changes (the plugins
+    /// directory changed, or a plugin offered or withdrew tools), and each
+    /// time a plugin announces that a resource it subscribed
     /// to (and may read) changed, until the client cancels it or the host
     /// stops.
     pub(crate) async fn serve_subscription(
@@ -32,7 +34,7 @@ impl Server {
         subscription: SubscriptionContext,
     ) -> Result<(), McpError> {
         let mut changes = self.peers.changes();
-        let mut resources = self.host.resource_changes();
+        let mut resources = self.host.plugin_changes();
         let accepted = subscription.accepted();
         let wanted = accepted.tools_list_changed == Some(true);
         let readable: std::collections::BTreeSet<&str> = accepted
@@ -58,8 +60,9 @@ impl Server {
                 }
                 uri = resources.recv(), if !readable.is_empty() => {
                     let uri = match uri {
-                        Ok(uri) => uri,
-                        Err(RecvError::Lagged(_)) => continue,
+                        Ok(Change::Resource(uri)) => uri,
+                        // The tool list's changes come through `changes`.
+                        Ok(Change::Tools) | Err(RecvError::Lagged(_)) => continue,
                         Err(RecvError::Closed) => return Ok(()),
                     };
                     if readable.contains(uri.as_ref())

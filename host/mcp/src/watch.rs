@@ -1,6 +1,7 @@
 //! Watches the plugins directory and reloads the registry when it changes,
-//! and tells the sessions subscribed to a resource when its plugin
-//! announces that it changed.
+//! tells the sessions subscribed to a resource when its plugin announces
+//! that it changed, and every session when a plugin offers or withdraws
+//! tools.
 //!
 //! Polls the directory's `*.wasm` names, sizes and modification times: no
 //! platform-specific notification API, and a file still being copied is
@@ -16,6 +17,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, SystemTime};
 use tokio::sync::broadcast::error::RecvError;
+use toolwarden::changes::Change;
 
 /// How often the plugins directory is checked for changes.
 pub const PLUGIN_POLL: Duration = Duration::from_millis(500);
@@ -170,22 +172,29 @@ impl Peers {
 }
 
 /// Reloads the tools when the plugins directory changes, and tells the
-/// subscribed sessions of the resource changes plugins announce, until the
+/// sessions of the changes plugins make (a resource announced to those
+/// subscribed to it; tools offered or withdrawn to everyone), until the
 /// server stops.
 pub async fn watch(host: Arc<Controller>, peers: Peers) {
     tokio::join!(
         reload_on_change(Arc::clone(&host), peers.clone()),
-        tell_resource_changes(host, peers)
+        tell_plugin_changes(host, peers)
     );
 }
 
-async fn tell_resource_changes(host: Arc<Controller>, peers: Peers) {
-    let mut changes = host.resource_changes();
+async fn tell_plugin_changes(host: Arc<Controller>, peers: Peers) {
+    let mut changes = host.plugin_changes();
     loop {
         let uri = match changes.recv().await {
-            Ok(uri) => uri,
+            Ok(Change::Resource(uri)) => uri,
+            Ok(Change::Tools) => {
+                peers.tell().await;
+                continue;
+            }
             Err(RecvError::Lagged(missed)) => {
-                tracing::warn!("{missed} resource changes were announced faster than told");
+                tracing::warn!("{missed} plugin changes were made faster than told");
+                // What was missed may have been the tool list's.
+                peers.tell().await;
                 continue;
             }
             Err(RecvError::Closed) => return,

@@ -41,6 +41,7 @@ pub mod call;
 pub mod caller;
 mod canonical_url;
 pub mod capability;
+pub mod changes;
 pub mod check;
 /// The `toolwarden` binary's commands: its entry point, not library API.
 pub mod config;

@@ -2,13 +2,12 @@
 //! prefixes it owns, its resources and templates), and what a read returns,
 //! in the host's types. Owns the rules a catalog must meet when its plugin
 //! loads: every URI under a prefix of its own, no `file:` (the host's),
-//! bounded counts and sizes; and the changes its tools announce
-//! ([`Changes`]), which reach whoever listens. Never runs a plugin and never
+//! bounded counts and sizes; and what one run announces as changed
+//! ([`Announced`]). Never runs a plugin and never
 //! decides whether a session may read a URI (that is the policy's job).
 
 use crate::content::ResourceContents;
 use serde::Serialize;
-use std::sync::Arc;
 
 /// What one plugin may declare: far more than a client lists, few enough
 /// to list and match cheaply.
@@ -191,41 +190,10 @@ impl Catalog {
 /// changes at once, few enough that a plugin cannot flood the clients.
 pub const MAX_ANNOUNCED: usize = 64;
 
-/// How many announcements a listener that falls behind may miss before
-/// it is told it lagged (it then misses the oldest, which a client that
-/// reads again on the next one does not need).
-const CHANGES_BACKLOG: usize = 1024;
-
-/// Where the resource changes plugins announce go: every listener (the MCP
-/// server's subscriptions) hears each URI as it is told.
-#[derive(Clone, Debug)]
-pub struct Changes(tokio::sync::broadcast::Sender<Arc<str>>);
-
-impl Default for Changes {
-    fn default() -> Changes {
-        Changes(tokio::sync::broadcast::Sender::new(CHANGES_BACKLOG))
-    }
-}
-
-impl Changes {
-    /// The URIs told from now on.
-    pub fn listen(&self) -> tokio::sync::broadcast::Receiver<Arc<str>> {
-        self.0.subscribe()
-    }
-
-    /// Tells every listener that `uris` changed.
-    pub fn tell(&self, uris: Vec<String>) {
-        for uri in uris {
-            // No listener (no client subscribed to anything) is not an error.
-            let _ = self.0.send(Arc::from(uri));
-        }
-    }
-}
-
 /// What one run of a plugin's tool announced as changed: URIs under the
 /// plugin's own prefixes, each once, at most [`MAX_ANNOUNCED`] of them.
 /// Kept until the run ends: only the sandbox knows whether its changes
-/// were real (a rehearsal's are not) and tells [`Changes`].
+/// were real (a rehearsal's are not) and tells [`crate::changes::Changes`].
 #[derive(Debug)]
 pub struct Announced {
     prefixes: Vec<String>,
@@ -454,12 +422,6 @@ mod tests {
         let uris = announced.into_uris();
         assert_eq!(uris.len(), MAX_ANNOUNCED);
         assert_eq!(uris[0], "notes://a");
-
-        let changes = Changes::default();
-        let mut heard = changes.listen();
-        changes.tell(vec!["notes://a".into()]);
-        assert_eq!(heard.try_recv().unwrap().as_ref(), "notes://a");
-        assert!(heard.try_recv().is_err());
     }
 
     #[test]

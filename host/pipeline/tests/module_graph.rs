@@ -29,6 +29,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "canonical_url",
             "spec",
             "prompt",
+            "changes",
             "resource",
             "settings",
             "profile",

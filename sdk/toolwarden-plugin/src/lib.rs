@@ -47,6 +47,7 @@ pub mod http;
 pub mod prompts;
 pub mod resources;
 mod schema;
+pub mod tools;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;

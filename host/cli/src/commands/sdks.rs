@@ -37,7 +37,7 @@ macro_rules! files {
 pub const RUST: Sdk = Sdk {
     name: "toolwarden-plugin",
     files: files!("sdk/toolwarden-plugin":
-        "Cargo.toml", "README.md", "src/lib.rs", "src/args.rs", "src/client.rs", "src/context.rs", "src/export.rs", "src/http.rs", "src/prompts.rs", "src/resources.rs", "src/schema.rs",
+        "Cargo.toml", "README.md", "src/lib.rs", "src/args.rs", "src/client.rs", "src/context.rs", "src/export.rs", "src/http.rs", "src/prompts.rs", "src/resources.rs", "src/schema.rs", "src/tools.rs",
         "wit/tool.wit"),
 };
 

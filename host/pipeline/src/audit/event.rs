@@ -91,6 +91,8 @@ pub enum Event {
     /// (its content redacted like arguments), or none: the call stopped
     /// to ask it.
     Question(crate::question::Asked),
+    /// The plugin's tools the call offered again or withdrew (`changes`).
+    ToolsOffered(crate::changes::Reoffer),
     /// How the execution ended.
     Outcome {
         status: Status,
@@ -167,6 +169,7 @@ impl Event {
             Event::Request(_) => "request",
             Event::Retried(_) => "retried",
             Event::Question(_) => "question",
+            Event::ToolsOffered(_) => "tools_offered",
             Event::Replayed { .. } => "replayed",
             Event::Outcome { .. } => "outcome",
         }

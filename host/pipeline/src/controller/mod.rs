@@ -401,6 +401,9 @@ impl Controller {
         trail
             .events
             .extend(execution.asked.into_iter().map(Event::Question));
+        if !execution.reoffer.is_empty() {
+            trail.events.push(Event::ToolsOffered(execution.reoffer));
+        }
         let attached = match children {
             Some(children) => {
                 children.settle().await;

@@ -16,6 +16,14 @@ impl Controller {
         &self.records
     }
 
+    /// What plugins change from now on, each once the change is real:
+    /// resources announced as changed, tools offered or withdrawn. Whom to
+    /// tell is the listener's business: a session hears only of URIs it
+    /// subscribed to, which [`Self::check_resource`] let it.
+    pub fn plugin_changes(&self) -> tokio::sync::broadcast::Receiver<crate::changes::Change> {
+        self.sandbox.changes().listen()
+    }
+
     /// What the policy decides for calls to `tool`, before arguments are
     /// known (`depends_on_args` says whether they could change it).
     pub fn decision(&self, tool: &Tool) -> Decision {

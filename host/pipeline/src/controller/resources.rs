@@ -226,14 +226,6 @@ impl Controller {
         self.admitted_uri(request, None).map(drop)
     }
 
-    /// The URIs plugins announce as changed from now on, each once its
-    /// change is real. Whom to tell is the listener's business: a session
-    /// hears only of URIs it subscribed to, which [`Self::check_resource`]
-    /// let it.
-    pub fn resource_changes(&self) -> tokio::sync::broadcast::Receiver<std::sync::Arc<str>> {
-        self.sandbox.changes().listen()
-    }
-
     /// Reads a resource, governed and recorded.
     pub async fn read_resource(
         &self,

@@ -122,6 +122,10 @@ pub(crate) struct HostState {
     /// plugin does not announce, or nothing a client reads can change (a
     /// prompt, a read, a plugin listing its tools).
     pub announced: Option<crate::resource::Announced>,
+    /// What a tool's run asked to offer or withdraw of its plugin's tools
+    /// (`changes`); none where the plugin does not import it, or outside a
+    /// tool's call.
+    pub reoffered: Option<crate::changes::Reoffered>,
 }
 
 /// Sampling requests a run made, and the tokens they asked for: all of
@@ -163,6 +167,7 @@ impl HostState {
             sampling: None,
             sampled: Sampled::default(),
             announced: None,
+            reoffered: None,
         }
     }
 }
@@ -200,6 +205,16 @@ impl CallState {
             .announced
             .take()
             .map(crate::resource::Announced::into_uris)
+            .unwrap_or_default()
+    }
+
+    /// Which of its plugin's tools the call asked to offer or withdraw;
+    /// taken out.
+    pub(crate) fn take_reoffered(&mut self) -> std::collections::BTreeMap<String, bool> {
+        self.host
+            .reoffered
+            .take()
+            .map(crate::changes::Reoffered::into_wanted)
             .unwrap_or_default()
     }
 

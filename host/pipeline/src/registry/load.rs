@@ -2,6 +2,7 @@
 
 use super::RegistryError;
 use super::{OnLoaded, Plugin, Tool};
+use crate::changes::Offers;
 use crate::engine::Engine;
 use crate::engine::PluginError;
 use crate::provenance::{MAX_SIGNATURE_BYTES, Proven, SIGNATURE_SUFFIX};
@@ -130,6 +131,7 @@ pub(super) fn load_one(
         loaded,
         proven.signer,
         (described.prompts, described.catalog),
+        Offers::new(specs.iter().map(|spec| spec.name.clone())),
     ));
     let mut tools = Vec::with_capacity(specs.len());
     let mut seen = std::collections::HashSet::new();

@@ -15,6 +15,7 @@ pub use error::RegistryError;
 pub use load::{LoadFailure, MAX_PLUGIN_BYTES};
 pub use offered::Prompt;
 
+use crate::changes::Offers;
 use crate::engine::PluginError;
 use crate::engine::{Engine, LoadedPlugin, Origin};
 use crate::materialize::Arguments;
@@ -43,6 +44,8 @@ pub struct Plugin {
     prompts: Vec<PromptSpec>,
     /// The URI prefixes it owns and the resources it serves (0.3.0).
     catalog: Catalog,
+    /// Which of its tools it withdrew (0.3.0, `changes`).
+    offers: Offers,
 }
 
 impl Plugin {
@@ -52,6 +55,7 @@ impl Plugin {
         loaded: LoadedPlugin,
         signer: Option<String>,
         (prompts, catalog): (Vec<PromptSpec>, Catalog),
+        offers: Offers,
     ) -> Plugin {
         Plugin {
             file: file.to_owned(),
@@ -60,11 +64,17 @@ impl Plugin {
             signer,
             prompts,
             catalog,
+            offers,
             name: file
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default(),
         }
+    }
+
+    /// Which of its tools it offers now.
+    pub fn offers(&self) -> &Offers {
+        &self.offers
     }
 
     /// The file it was loaded from.
@@ -146,6 +156,11 @@ impl Tool {
     pub fn plugin(&self) -> &Arc<Plugin> {
         &self.plugin
     }
+
+    /// Its plugin offers it now (it has not withdrawn it).
+    pub fn offered(&self) -> bool {
+        self.plugin.offers.offers(&self.spec.name)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -195,26 +210,32 @@ impl Registry {
 
     /// Loads `dir` again for a running host. Unlike [`Registry::load`], a
     /// name clash does not stop anything: plugins that `previous` already
-    /// served (same file, same bytes) keep their names, and a newcomer that
-    /// claims one of them is rejected as a load failure.
+    /// served (same file, same bytes) keep their names and the tools they
+    /// withdrew, and a newcomer that claims one of them is rejected as a
+    /// load failure.
     pub fn reload(
         dir: &Path,
         engine: &Engine,
         previous: &Registry,
     ) -> Result<Registry, RegistryError> {
         let files = load::plugin_files(dir)?;
-        let serving = |plugin: &Plugin| {
+        let served = |plugin: &Plugin| {
             previous
                 .plugins
                 .iter()
-                .any(|p| p.file == plugin.file && p.sha256 == plugin.sha256)
+                .find(|p| p.file == plugin.file && p.sha256 == plugin.sha256)
         };
         let (mut kept, mut arriving) = (Vec::new(), Vec::new());
         let mut registry = Registry::default();
         for outcome in load::load_all(&files, engine, None) {
             match outcome {
-                Ok(loaded) if serving(&loaded.0) => kept.push(loaded),
-                Ok(loaded) => arriving.push(loaded),
+                Ok(loaded) => match served(&loaded.0) {
+                    Some(before) => {
+                        loaded.0.offers.carry_over(&before.offers);
+                        kept.push(loaded)
+                    }
+                    None => arriving.push(loaded),
+                },
                 Err(failure) => registry.failures.push(failure),
             }
         }
@@ -317,9 +338,11 @@ impl Registry {
         self.tools.values()
     }
 
-    /// The tools a session with tool set `set` sees, in name order.
+    /// The tools a session with tool set `set` sees, in name order: those
+    /// of the set that their plugins offer now.
     pub fn tools_in<'a>(&'a self, set: &'a ToolSet<'_>) -> impl Iterator<Item = &'a Arc<Tool>> {
-        self.tools().filter(|tool| set.includes(&tool.spec.name))
+        self.tools()
+            .filter(|tool| set.includes(&tool.spec.name) && tool.offered())
     }
 
     pub fn get(&self, name: &str) -> Option<&Arc<Tool>> {
@@ -355,14 +378,21 @@ impl Registry {
         let tool = self
             .tools
             .get(name)
-            .filter(|_| set.includes(name))
+            .filter(|tool| set.includes(name) && tool.offered())
             .ok_or_else(|| {
                 let known: Vec<&str> = self.tools_in(set).map(|t| t.spec.name.as_str()).collect();
+                let missing = match self.tools.get(name) {
+                    Some(tool) if set.includes(name) && !tool.offered() => format!(
+                        "the tool `{name}` is withdrawn by its plugin `{}` for now",
+                        tool.plugin.name
+                    ),
+                    _ => set.missing(name),
+                };
                 CallError::new(
                     ErrorCode::UnknownTool,
                     format!(
                         "{}{}; available tools: {}",
-                        set.missing(name),
+                        missing,
                         crate::suggest::did_you_mean(name, known.iter().copied()),
                         if known.is_empty() {
                             "none".to_owned()

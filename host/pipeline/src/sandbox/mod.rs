@@ -28,6 +28,7 @@ pub use run::RunContext;
 pub use teardown::{defer_on_this_thread, finish_deferred};
 
 use crate::approval::PreparedCall;
+use crate::changes::Reoffer;
 use crate::engine::Engine;
 use crate::outcome::{CallError, ErrorCode};
 use std::sync::Arc;
@@ -46,6 +47,8 @@ pub struct Execution {
     pub asked: Vec<crate::question::Asked>,
     /// The attempts that failed and were tried again, in order.
     pub retried: Vec<Retried>,
+    /// The plugin's tools the call offered again or withdrew.
+    pub reoffer: Reoffer,
 }
 
 #[derive(Debug)]
@@ -57,8 +60,8 @@ pub struct Sandbox {
     /// Where the copies of the workspace that calls are rehearsed in go.
     rehearsals: std::path::PathBuf,
     rehearsal_limits: crate::workspace::ScratchLimits,
-    /// Who hears of the resource changes calls announce.
-    changes: crate::resource::Changes,
+    /// Who hears of the changes calls make (resources, tools offered).
+    changes: crate::changes::Changes,
 }
 
 impl Sandbox {
@@ -87,12 +90,30 @@ impl Sandbox {
         &self.engine
     }
 
-    /// Where the resource changes that calls announce are told: a run's
-    /// once it ends, whether or not it succeeded (what it did before it
-    /// failed is done); a rehearsal's never; an approved rehearsed call's
-    /// once its change is applied.
-    pub fn changes(&self) -> &crate::resource::Changes {
+    /// Where the changes that calls make (resources announced, tools
+    /// offered or withdrawn) are told: a run's once it ends, whether or
+    /// not it succeeded (what it did before it failed is done); a
+    /// rehearsal's never; an approved rehearsed call's once its change is
+    /// applied.
+    pub fn changes(&self) -> &crate::changes::Changes {
         &self.changes
+    }
+
+    /// Makes what a run of one of `plugin`'s tools changed real, tells the
+    /// listeners, and says which tools it offered or withdrew.
+    fn make_real(&self, plugin: &crate::registry::Plugin, made: run::Made) -> Reoffer {
+        self.changes.tell_resources(made.announced);
+        let reoffer = plugin.offers().apply(made.reoffered);
+        if !reoffer.is_empty() {
+            tracing::info!(
+                plugin = plugin.file_name(),
+                offered = ?reoffer.offered,
+                withdrawn = ?reoffer.withdrawn,
+                "a plugin changed the tools it offers"
+            );
+            self.changes.tell_tools();
+        }
+        reoffer
     }
 
     /// Sandbox instances free right now.
@@ -134,6 +155,7 @@ impl Sandbox {
         let mut requests = Vec::new();
         let mut asked = Vec::new();
         let mut retried = Vec::new();
+        let mut reoffer = Reoffer::default();
         let mut attempt: u32 = 0;
         loop {
             attempt += 1;
@@ -147,7 +169,7 @@ impl Sandbox {
             };
             requests.append(&mut tried.requests);
             asked.append(&mut tried.asked);
-            self.changes.tell(std::mem::take(&mut tried.announced));
+            reoffer = reoffer.and(self.make_real(&tool.plugin, std::mem::take(&mut tried.made)));
             let backoff = self.retry.backoff_after(attempt);
             let again = (attempt < self.retry.attempts)
                 .then(|| retry::retryable(&tried.result, tried.started, tool.spec.effects))
@@ -160,6 +182,7 @@ impl Sandbox {
                     requests,
                     asked,
                     retried,
+                    reoffer,
                 }
                 .masked(self.engine.secrets());
             };
@@ -182,6 +205,7 @@ impl Sandbox {
                         requests,
                         asked,
                         retried,
+                        reoffer,
                     }
                     .masked(self.engine.secrets());
                 }

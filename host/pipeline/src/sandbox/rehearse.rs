@@ -27,6 +27,7 @@ use super::run::{Job, RunContext, invoke};
 use super::{Execution, Sandbox};
 use crate::approval::PreparedCall;
 use crate::capability::{FsAccess, Grant, Network};
+use crate::changes::Reoffer;
 use crate::engine::guest::Place;
 use crate::outcome::{CallError, ErrorCode};
 use crate::registry::Tool;
@@ -129,6 +130,7 @@ impl Sandbox {
             requests: Vec::new(),
             asked: Vec::new(),
             retried: Vec::new(),
+            reoffer: Reoffer::default(),
         };
         let scratch = match workspace.scratch(&self.rehearsals, self.rehearsal_limits) {
             Ok(scratch) => scratch,
@@ -151,10 +153,11 @@ impl Sandbox {
             .limits()
             .timeout_for(call.tool().spec.timeout_ms);
         let attempt = invoke(&self.engine, &self.slots, &job, cx, deadline, deadline).await;
+        let mut reoffer = Reoffer::default();
         let result = match attempt.result {
             Ok(Ok(output)) => match self.apply_if_approved(&scratch, approved, workspace) {
                 Ok(()) => {
-                    self.changes.tell(attempt.announced);
+                    reoffer = self.make_real(&call.tool().plugin, attempt.made);
                     Ok(Ok(output))
                 }
                 Err(refusal) => Err(refusal),
@@ -167,6 +170,7 @@ impl Sandbox {
             requests: attempt.requests,
             asked: attempt.asked,
             retried: Vec::new(),
+            reoffer,
         }
     }
 

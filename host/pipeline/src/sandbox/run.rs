@@ -43,11 +43,20 @@ pub(super) struct Attempt {
     pub requests: Vec<crate::egress::RequestRecord>,
     /// The questions the tool asked, with their answers.
     pub asked: Vec<crate::question::Asked>,
-    /// The URIs of its plugin's resources the tool announced as changed,
-    /// for the sandbox to tell once the changes are real.
-    pub announced: Vec<String>,
+    /// What the tool changed that clients hear of, for the sandbox to
+    /// make real once the run's changes are.
+    pub made: Made,
     /// The plugin was instantiated, so it may have done something.
     pub started: bool,
+}
+
+/// What one run asked to change that clients hear of.
+#[derive(Debug, Default)]
+pub(super) struct Made {
+    /// The URIs of its plugin's resources the tool announced as changed.
+    pub announced: Vec<String>,
+    /// Its plugin's tools it asked to offer (true) or withdraw.
+    pub reoffered: std::collections::BTreeMap<String, bool>,
 }
 
 /// The code `plugin`'s calls run: built now if it is not yet (see
@@ -124,7 +133,7 @@ pub(super) async fn invoke(
         fuel_used: None,
         requests: Vec::new(),
         asked: Vec::new(),
-        announced: Vec::new(),
+        made: Made::default(),
         started: false,
     };
     let tool = job.tool;
@@ -173,6 +182,11 @@ pub(super) async fn invoke(
             .loaded
             .announces()
             .then(|| Announced::new(tool.plugin.catalog().prefixes.clone())),
+        reoffered: tool
+            .plugin
+            .loaded
+            .announces()
+            .then(|| tool.plugin.offers().reoffered()),
         ..HostState::new(
             Arc::clone(&tool.name),
             cx.call_id.shared(),
@@ -215,14 +229,17 @@ pub(super) async fn invoke(
     let result = classify(outcome, &store, &pipes, deadline);
     let requests = store.data().requests();
     let asked = store.data_mut().take_asked();
-    let announced = store.data_mut().take_announced();
+    let made = Made {
+        announced: store.data_mut().take_announced(),
+        reoffered: store.data_mut().take_reoffered(),
+    };
     release(Teardown::new(store, slot));
     Attempt {
         result,
         fuel_used,
         requests,
         asked,
-        announced,
+        made,
         started: true,
     }
 }
