@@ -8,6 +8,7 @@
 //! plugin starts), and turns the outcome into a [`CallResult`]. It holds no
 //! rule of its own.
 
+mod batch;
 mod children;
 mod offer;
 mod preview;
@@ -36,11 +37,9 @@ use crate::policy::{Caller, Verdict, Who};
 use crate::records::Records;
 use crate::registry::{Plugin, Registry, Tool};
 use crate::sandbox::{RunContext, Sandbox};
-use crate::scheduler;
 use crate::validation;
 use crate::workspace::Workspace;
 use children::Children;
-use futures::StreamExt;
 use std::sync::{Arc, RwLock, Weak};
 use std::time::Instant;
 use trail::{Trail, describe_paths};
@@ -79,37 +78,6 @@ impl Controller {
         let mut trail = Trail::new(&request);
         let outcome = self.pipeline(&request, &mut trail).await;
         self.finish(request, trail, outcome, started)
-    }
-
-    /// Runs the calls of one model turn: parallel-safe neighbours together,
-    /// everything else alone (see [`crate::scheduler`]). Results come back in
-    /// call order. Calls beyond `budget.max_calls_per_turn` do not run.
-    pub async fn handle_batch(&self, mut calls: Vec<CallRequest>) -> Vec<CallResult> {
-        let turn = crate::call::fresh_id();
-        for call in &mut calls {
-            call.turn.get_or_insert_with(|| Arc::clone(&turn));
-        }
-        let over = match self.config.budget.max_calls_per_turn {
-            Some(max) if calls.len() as u64 > max => calls.split_off(max as usize),
-            Some(_) | None => Vec::new(),
-        };
-        let mut results = Vec::with_capacity(calls.len() + over.len());
-        for group in scheduler::groups(&self.registry(), calls) {
-            let done: Vec<CallResult> = futures::stream::iter(group)
-                .map(|call| self.handle(call))
-                .buffered(self.config.max_parallel)
-                .collect()
-                .await;
-            results.extend(done);
-        }
-        for call in over {
-            let refusal = CallError::new(
-                ErrorCode::BudgetExceeded,
-                "this turn asked for more calls than `budget.max_calls_per_turn` allows; this one did not run",
-            );
-            results.push(self.refuse(call, refusal));
-        }
-        results
     }
 
     /// Refuses a call before the pipeline sees it (over a turn's budget, or
