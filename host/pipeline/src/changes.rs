@@ -90,11 +90,12 @@ impl Offers {
         !self.any_withdrawn.load(Ordering::Acquire) || !self.withdrawn().contains(tool)
     }
 
-    /// What a run of one of the plugin's tools starts from.
-    pub fn reoffered(&self) -> Reoffered {
+    /// What a run of one of the plugin's tools starts from: nothing asked
+    /// yet, over what is offered now (read, not copied: a call costs one
+    /// reference count).
+    pub fn reoffered(self: &Arc<Offers>) -> Reoffered {
         Reoffered {
-            declared: self.declared.clone(),
-            withdrawn: self.withdrawn().clone(),
+            offers: Arc::clone(self),
             wanted: BTreeMap::new(),
         }
     }
@@ -147,13 +148,11 @@ impl Reoffer {
     }
 }
 
-/// What one run asked to offer or withdraw, over what was withdrawn when
-/// it started. Only the sandbox applies it, once the run's changes are
-/// real.
+/// What one run asked to offer or withdraw, over what its plugin offers.
+/// Only the sandbox applies it, once the run's changes are real.
 #[derive(Debug)]
 pub struct Reoffered {
-    declared: BTreeSet<String>,
-    withdrawn: BTreeSet<String>,
+    offers: Arc<Offers>,
     /// Each tool the run named, with whether it is to be offered: the last
     /// word on each counts.
     wanted: BTreeMap<String, bool>,
@@ -162,11 +161,12 @@ pub struct Reoffered {
 impl Reoffered {
     /// The plugin's tools offered as the run sees them, in name order.
     pub fn offered(&self) -> Vec<String> {
-        self.declared
+        self.offers
+            .declared
             .iter()
             .filter(|tool| match self.wanted.get(*tool) {
                 Some(offered) => *offered,
-                None => !self.withdrawn.contains(*tool),
+                None => self.offers.offers(tool),
             })
             .cloned()
             .collect()
@@ -174,12 +174,13 @@ impl Reoffered {
 
     /// Offers or withdraws `tools`, or says why nothing changed.
     pub fn offer(&mut self, tools: &[String], offered: bool) -> Result<(), String> {
-        if let Some(foreign) = tools.iter().find(|t| !self.declared.contains(*t)) {
+        let declared = &self.offers.declared;
+        if let Some(foreign) = tools.iter().find(|t| !declared.contains(*t)) {
             let shown: String = foreign.chars().take(64).collect();
             return Err(format!(
                 "`{shown}` is not one of this plugin's tools ({}); a plugin offers or \
                  withdraws only its own; nothing changed",
-                self.declared
+                declared
                     .iter()
                     .map(String::as_str)
                     .collect::<Vec<_>>()
@@ -204,7 +205,7 @@ mod tests {
 
     #[test]
     fn a_run_changes_only_its_plugins_tools_and_only_once_applied() {
-        let offers = Offers::new(["a".to_owned(), "b".to_owned()]);
+        let offers = Arc::new(Offers::new(["a".to_owned(), "b".to_owned()]));
         let mut run = offers.reoffered();
         assert!(run.offer(&["b".into(), "other".into()], false).is_err());
         assert_eq!(

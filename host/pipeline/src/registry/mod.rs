@@ -44,8 +44,9 @@ pub struct Plugin {
     prompts: Vec<PromptSpec>,
     /// The URI prefixes it owns and the resources it serves (0.3.0).
     catalog: Catalog,
-    /// Which of its tools it withdrew (0.3.0, `changes`).
-    offers: Offers,
+    /// Which of its tools it withdrew (0.3.0, `changes`); each run of one
+    /// of its tools holds it too.
+    offers: Arc<Offers>,
 }
 
 impl Plugin {
@@ -64,7 +65,7 @@ impl Plugin {
             signer,
             prompts,
             catalog,
-            offers,
+            offers: Arc::new(offers),
             name: file
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
@@ -73,7 +74,7 @@ impl Plugin {
     }
 
     /// Which of its tools it offers now.
-    pub fn offers(&self) -> &Offers {
+    pub fn offers(&self) -> &Arc<Offers> {
         &self.offers
     }
 
