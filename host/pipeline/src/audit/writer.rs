@@ -51,6 +51,11 @@ const MAX_BATCH: usize = 4096;
 const MAX_QUEUED: usize = 4 * MAX_BATCH;
 /// The writer thread's nice value (Linux: per thread).
 const NICENESS: i32 = 10;
+
+/// Write-ahead log pages between the writer's checkpoints (16 MiB of 4 KiB
+/// pages): a quarter of the checkpoints, and of their waits for the disk,
+/// of SQLite's default.
+const CHECKPOINT_PAGES: u32 = 4000;
 /// Records kept from failed commits at most; past it the oldest are
 /// dropped (and said so), so an outage cannot grow the host without end.
 const MAX_KEPT: usize = 65_536;
@@ -118,6 +123,9 @@ impl Writer {
                 batch_window
             }
         };
+        if let Err(e) = store.checkpoint_every(CHECKPOINT_PAGES) {
+            tracing::debug!("the audit log keeps SQLite's checkpoint interval: {e}");
+        }
         let healthy = Arc::new(AtomicBool::new(true));
         let health = Arc::clone(&healthy);
         let idle_time = Arc::new(AtomicBool::new(false));

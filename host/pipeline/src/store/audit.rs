@@ -181,12 +181,11 @@ impl Store {
     /// The chain's last record (seq and hash) as this transaction sees it;
     /// with no record left, where a cut left it; with neither, its start.
     fn tail(&self, tx: &Transaction) -> Result<(i64, String), StoreError> {
+        // Cached: the writer asks this once per commit, and parsing the
+        // statement each time cost more than running it.
         let last = tx
-            .query_row(
-                "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
+            .prepare_cached("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
+            .and_then(|mut last| last.query_row([], |r| Ok((r.get(0)?, r.get(1)?))))
             .optional()
             .map_err(|e| self.error(e))?;
         match last {

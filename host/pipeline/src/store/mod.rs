@@ -194,6 +194,18 @@ impl Store {
             .map_err(|e| self.error(e))
     }
 
+    /// How many pages the write-ahead log of this connection's commits may
+    /// grow by before a commit copies them back into the database (SQLite's
+    /// default is 1,000). The audit writer's commits each rewrite the same
+    /// few index pages at the right edge of their trees: a longer log copies
+    /// each of those back, and waits for the disk, once where the default
+    /// would several times.
+    pub fn checkpoint_every(&self, pages: u32) -> Result<(), StoreError> {
+        self.conn()
+            .pragma_update(None, "wal_autocheckpoint", pages)
+            .map_err(|e| self.error(e))
+    }
+
     /// A second connection to the same database (and shared store), for a
     /// thread of its own.
     pub fn connect_again(&self) -> Result<Store, StoreError> {
