@@ -140,12 +140,30 @@ impl Reoffer {
         self.offered.is_empty() && self.withdrawn.is_empty()
     }
 
-    /// Adds what a later attempt of the same call changed.
+    /// Adds what a later attempt of the same call changed, so that the
+    /// call's record says what the call changed in all: a tool withdrawn by
+    /// one attempt and offered again by the next is back where it was, and
+    /// is in neither list.
     pub fn and(mut self, later: Reoffer) -> Reoffer {
-        self.offered.extend(later.offered);
-        self.withdrawn.extend(later.withdrawn);
+        for tool in later.offered {
+            if !take(&mut self.withdrawn, &tool) {
+                self.offered.push(tool);
+            }
+        }
+        for tool in later.withdrawn {
+            if !take(&mut self.offered, &tool) {
+                self.withdrawn.push(tool);
+            }
+        }
         self
     }
+}
+
+/// Removes `tool` from `tools`; whether it was there.
+fn take(tools: &mut Vec<String>, tool: &str) -> bool {
+    let before = tools.len();
+    tools.retain(|t| t != tool);
+    tools.len() != before
 }
 
 /// What one run asked to offer or withdraw, over what its plugin offers.
@@ -225,6 +243,25 @@ mod tests {
         assert!(
             offers.apply(again.into_wanted()).is_empty(),
             "withdrawing twice changes nothing"
+        );
+    }
+
+    #[test]
+    fn attempts_of_one_call_add_up_to_what_the_call_changed() {
+        let change = |offered: &[&str], withdrawn: &[&str]| Reoffer {
+            offered: offered.iter().map(|t| t.to_string()).collect(),
+            withdrawn: withdrawn.iter().map(|t| t.to_string()).collect(),
+        };
+        let first = change(&["c"], &["a", "b"]);
+        let second = change(&["a"], &["c", "d"]);
+        assert_eq!(
+            first.and(second),
+            change(&[], &["b", "d"]),
+            "a and c are back where they were; b and d stay withdrawn"
+        );
+        assert_eq!(
+            change(&[], &["a"]).and(change(&[], &[])),
+            change(&[], &["a"])
         );
     }
 }
