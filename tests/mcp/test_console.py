@@ -72,7 +72,7 @@ async def signed_in(browser, console: str, token: str = TOKEN) -> Watched:
     context = await browser.new_context(viewport={"width": 1200, "height": 900})
     watched = Watched(await context.new_page())
     page = watched.page
-    await goto(page, console)
+    await page.goto(console)
     assert page.url.endswith("/console/login"), "without a session the console asks for the token"
     await page.fill("input[name=token]", "wrong")
     await page.click("button[type=submit]")
@@ -84,35 +84,12 @@ async def signed_in(browser, console: str, token: str = TOKEN) -> Watched:
     return watched
 
 
-async def goto(page, url: str):
-    """`page.goto`, once more if the page reloaded itself meanwhile: a page
-    that lists approvals reloads when one is asked (console.js), and a
-    navigation the test starts in that moment is interrupted by the reload."""
-    from playwright.async_api import Error
-
-    for attempt in range(3):
-        try:
-            return await page.goto(url)
-        except Error as e:
-            if "interrupted by another navigation" not in str(e) or attempt == 2:
-                raise
-
-
 async def click_to(page, button: str, url: str):
-    """Clicks `button` and waits for the page at `url`; clicks once more if
-    the click was lost: a page that lists approvals reloads itself when one
-    is asked (console.js), and a click that lands on the page being replaced
-    submits nothing. A button gone by then means the first click counted."""
-    from playwright.async_api import TimeoutError as Timeout
-
+    """Clicks `button` once and waits for the page at `url`: a page that
+    lists approvals updates itself in place (console.js), so nothing can
+    take the click away."""
     await page.click(button)
-    try:
-        await page.wait_for_url(url, timeout=10_000)
-    except Timeout:
-        if await page.query_selector(button) is None:
-            raise
-        await page.click(button)
-        await page.wait_for_url(url)
+    await page.wait_for_url(url, timeout=10_000)
 
 
 def mcp_client(url: str):
@@ -171,9 +148,9 @@ async def test_an_ask_call_is_approved_in_the_browser_and_runs_once(host, served
         once_more = await s.call_tool("write_file", args)
         assert once_more.is_error is True
 
-    await goto(page, f"{console}/approvals/{approval}")
+    await page.goto(f"{console}/approvals/{approval}")
     assert "used" in await page.inner_text(".state")
-    await goto(page, f"{console}/history")
+    await page.goto(f"{console}/history")
     row = await page.inner_text("tbody")
     assert "write_file" in row and "used" in row and "console" in row
     assert watched.dialogs == [] and watched.errors == [], (watched.dialogs, watched.errors)
@@ -188,7 +165,7 @@ async def test_a_denial_with_a_reason_reaches_the_clients_retry(host, served, br
         await s.initialize()
         approval = meta(await s.call_tool("write_file", args))["approval_id"]
         card = f"#approval-{approval}"
-        await goto(page, console)
+        await page.goto(console)
         await page.fill(f"{card} input[name=reason]", "not in this sprint")
         await click_to(page, f"{card} button.deny", f"**/approvals/{approval}?done=deny")
         assert "APPROVAL_DENIED" in await page.inner_text(".next")
@@ -203,15 +180,69 @@ async def test_a_denial_with_a_reason_reaches_the_clients_retry(host, served, br
     assert not (host.workspace / "denied.txt").exists()
 
 
+async def test_the_waiting_page_updates_in_place_and_keeps_what_a_person_types(host, served, browser):
+    mcp, console = served
+    watched = await signed_in(browser, console)
+    page = watched.page
+    client, transport = mcp_client(mcp)
+    async with client, transport as (r, w), ClientSession(r, w) as s:
+        await s.initialize()
+        first = meta(await s.call_tool("write_file", {"path": "a.txt", "content": "a"}))["approval_id"]
+        await page.wait_for_selector(f"#approval-{first}", timeout=5000)
+        await page.evaluate("window.sameDocument = true")
+        reason = f"#approval-{first} input[name=reason]"
+        await page.click(reason)
+        await page.keyboard.type("half a sent")
+
+        second = meta(await s.call_tool("write_file", {"path": "b.txt", "content": "b"}))["approval_id"]
+        await page.wait_for_selector(f"#approval-{second}", timeout=5000)
+        assert await page.evaluate("window.sameDocument === true"), "the page was reloaded"
+        assert await page.input_value(reason) == "half a sent"
+        assert await page.evaluate("document.activeElement.name") == "reason", "the focus moved"
+        cards = await page.eval_on_selector_all("main article", "cards => cards.map(c => c.id)")
+        assert cards == [f"approval-{second}", f"approval-{first}"], "the newest first, as the server lists them"
+
+        code, out, err = host.cli("approvals", "approve", second)
+        assert code == 0, err
+        await page.wait_for_selector(f"#approval-{second}", state="detached", timeout=5000)
+        await page.keyboard.type("ence")
+        assert await page.evaluate("window.sameDocument === true")
+        await click_to(page, f"#approval-{first} button.deny", f"**/approvals/{first}?done=deny")
+        retry = await s.call_tool("write_file", {"path": "a.txt", "content": "a"})
+        assert meta(retry)["code"] == "APPROVAL_DENIED"
+        assert "half a sentence" in retry.content[0].text, retry.content
+
+    # A page is told of every change after the version it shows, even one
+    # made before it began to listen, and of nothing else.
+    await page.goto(console)
+    shown = int(await page.get_attribute("body", "data-version"))
+    heard = """async since => {
+        const controller = new AbortController();
+        setTimeout(() => controller.abort(), 1500);
+        let text = "";
+        try {
+            const response = await fetch("/console/events?since=" + since, {signal: controller.signal});
+            const reader = response.body.getReader();
+            while (!text.includes("approvals")) {
+                text += new TextDecoder().decode((await reader.read()).value);
+            }
+        } catch (e) {}
+        return text.includes("event: approvals");
+    }"""
+    assert await page.evaluate(heard, shown - 1) is True
+    assert await page.evaluate(heard, shown) is False
+    assert watched.dialogs == [] and watched.errors == [], (watched.dialogs, watched.errors)
+
+
 async def test_what_an_agent_writes_shows_as_text_and_no_script_runs(host, served, browser):
     mcp, console = served
     watched = await signed_in(browser, console)
     page = watched.page
     approval = meta(await call_tool(mcp, "write_file", HOSTILE))["approval_id"]
     for url in (console, f"{console}/approvals/{approval}", f"{console}/audit"):
-        await goto(page, url)
+        await page.goto(url)
         await page.wait_for_timeout(300)
-    await goto(page, console)
+    await page.goto(console)
     shown = await page.inner_text(f"#approval-{approval} pre.args")
     assert "<script>alert('args')</script>" in shown, shown
     assert "onerror=alert('img')" in shown, shown
@@ -234,7 +265,7 @@ async def test_a_finished_call_shows_as_its_tool_shows_it_and_as_text(host, serv
     call_id = meta(read)["call_id"]
     (host.workspace / "page.html").write_text("rewritten after the call")
     for _ in range(50):
-        await goto(page, f"{console}/audit/call/{call_id}")
+        await page.goto(f"{console}/audit/call/{call_id}")
         if await page.locator("section.result").count():
             break
         await page.wait_for_timeout(100)
@@ -303,7 +334,7 @@ async def test_the_audit_page_shows_a_tampered_chain_as_broken(host, served, bro
         await s.initialize()
         done = await s.call_tool("calc", {"op": "add", "a": 2, "b": 40})
         call_id = meta(done)["call_id"]
-    await goto(page, f"{console}/audit")
+    await page.goto(f"{console}/audit")
     assert "Chain intact" in await page.inner_text(".chain")
     await page.fill("input[name=tool]", "calc")
     await page.click("form.filters button")
@@ -312,11 +343,11 @@ async def test_the_audit_page_shows_a_tampered_chain_as_broken(host, served, bro
     for kind in ("call", "policy", "outcome"):
         assert kind in trail, trail
     await shot(page, "call")
-    await goto(page, f"{console}/audit")
+    await page.goto(f"{console}/audit")
     await shot(page, "audit")
     with sqlite3.connect(host.state / "toolwarden.db") as db:
         db.execute("UPDATE audit SET data = replace(data, '42', '41') WHERE kind = 'outcome'")
-    await goto(page, f"{console}/audit")
+    await page.goto(f"{console}/audit")
     chain = await page.inner_text(".chain")
     assert "Chain broken at record" in chain, chain
     code, out, _ = host.cli("audit", "verify")
@@ -326,7 +357,7 @@ async def test_the_audit_page_shows_a_tampered_chain_as_broken(host, served, bro
 async def test_the_tools_page_explains_a_call_without_running_it(host, served, browser):
     mcp, console = served
     page = (await signed_in(browser, console)).page
-    await goto(page, f"{console}/tools")
+    await page.goto(f"{console}/tools")
     table = await page.inner_text("table")
     assert "write_file" in table and "workspace-write" in table and "ask" in table
     await page.select_option("select[name=tool]", "write_file")

@@ -131,11 +131,17 @@ pub fn state(approval: &Approval) -> &'static str {
     }
 }
 
-pub fn waiting(approvals: &[Approval], tools: &[std::sync::Arc<Tool>], viewer: Viewer) -> Markup {
+/// The approvals waiting for a decision, as of approvals `version`.
+pub fn waiting(
+    version: i64,
+    approvals: &[Approval],
+    tools: &[std::sync::Arc<Tool>],
+    viewer: Viewer,
+) -> Markup {
     layout(
         "waiting",
         Some(Section::Waiting),
-        true,
+        Some(version),
         Some(viewer),
         html! {
             h1 { "Waiting for a decision" }
@@ -168,7 +174,7 @@ pub fn approval(
     layout(
         "approval",
         None,
-        false,
+        None,
         Some(viewer),
         html! {
             @if let Some(note) = note { p.notice role="status" { (note) } }
@@ -178,11 +184,12 @@ pub fn approval(
     )
 }
 
-pub fn history(approvals: &[Approval], viewer: Viewer) -> Markup {
+/// The approvals no longer waiting, as of approvals `version`.
+pub fn history(version: i64, approvals: &[Approval], viewer: Viewer) -> Markup {
     layout(
         "history",
         Some(Section::History),
-        true,
+        Some(version),
         Some(viewer),
         html! {
             h1 { "Decided, used and expired" }

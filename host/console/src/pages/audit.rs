@@ -66,7 +66,7 @@ pub fn audit(
     layout(
         "audit",
         Some(Section::Audit),
-        false,
+        None,
         Some(viewer),
         html! {
             h1 { "Audit trail" }
@@ -111,7 +111,7 @@ pub fn trail(
     layout(
         "call",
         Some(Section::Audit),
-        false,
+        None,
         Some(viewer),
         html! {
             h1 { "Call " code { (visible(call_id)) } }

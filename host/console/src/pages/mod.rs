@@ -51,11 +51,13 @@ pub fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
 }
 
-/// The frame of every page. `live` pages reload when approvals change.
+/// The frame of every page. A live page carries the approvals version it
+/// was rendered from (`Some`), so that its script is told of every change
+/// after it, even one made before the script started listening.
 pub fn layout(
     title: &str,
     section: Option<Section>,
-    live: bool,
+    live: Option<i64>,
     viewer: Option<Viewer>,
     body: Markup,
 ) -> Markup {
@@ -72,11 +74,11 @@ pub fn layout(
                 link rel="icon" href="/console/static/icon.svg" type="image/svg+xml";
                 link rel="stylesheet" href="/console/static/console.css";
                 script src="/console/static/console.js" defer {}
-                @if live {
+                @if live.is_some() {
                     noscript { meta http-equiv="refresh" content="10"; }
                 }
             }
-            body data-live=[live.then_some("approvals")] {
+            body data-live=[live.map(|_| "approvals")] data-version=[live] {
                 header {
                     strong.brand { "toolwarden" }
                     nav {
@@ -103,7 +105,7 @@ pub fn login(offer: &LoginOffer) -> Markup {
     layout(
         "sign in",
         None,
-        false,
+        None,
         None,
         html! {
             h1 { "Sign in" }
@@ -148,7 +150,7 @@ pub fn problem(title: &str, message: &str, viewer: Option<Viewer>) -> Markup {
     layout(
         title,
         None,
-        false,
+        None,
         viewer,
         html! { h1 { (title) } p.error role="alert" { (visible(message)) } },
     )

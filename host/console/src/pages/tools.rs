@@ -37,7 +37,7 @@ pub fn tools(
     layout(
         "tools",
         Some(Section::Tools),
-        false,
+        None,
         Some(viewer),
         html! {
             h1 { "Tools" }

@@ -14,27 +14,31 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use std::sync::Arc;
 
+/// The approvals `keep` selects, with the version read before them: a
+/// change made while they are read has a later version, so a live page
+/// showing them is told of it.
 fn approvals_of(
     console: &Console,
     keep: impl Fn(&Approval) -> bool,
-) -> Result<Vec<Approval>, String> {
-    Ok(console
-        .host
-        .records()
-        .approvals()
-        .map_err(|e| e.to_string())?
-        .into_iter()
-        .filter(|a| keep(a))
-        .collect())
+) -> Result<(i64, Vec<Approval>), String> {
+    let records = console.host.records();
+    let version = records.approvals_version().map_err(|e| e.to_string())?;
+    let approvals = records.approvals().map_err(|e| e.to_string())?;
+    Ok((version, approvals.into_iter().filter(|a| keep(a)).collect()))
 }
 
 pub async fn waiting(State(console): Shared, Extension(session): Extension<Session>) -> Response {
     let c = Arc::clone(&console);
     let listed = blocking(move || approvals_of(&c, |a| a.state == "pending" && !a.expired)).await;
     match listed {
-        Ok(Ok(approvals)) => {
+        Ok(Ok((version, approvals))) => {
             let tools: Vec<_> = console.host.registry().tools().cloned().collect();
-            page(pages::waiting(&approvals, &tools, session.viewer()))
+            page(pages::waiting(
+                version,
+                &approvals,
+                &tools,
+                session.viewer(),
+            ))
         }
         Ok(Err(e)) => unavailable("approvals unavailable", &e, session.viewer()),
         Err(response) => response,
@@ -44,7 +48,7 @@ pub async fn waiting(State(console): Shared, Extension(session): Extension<Sessi
 pub async fn history(State(console): Shared, Extension(session): Extension<Session>) -> Response {
     let c = Arc::clone(&console);
     match blocking(move || approvals_of(&c, |a| a.state != "pending" || a.expired)).await {
-        Ok(Ok(approvals)) => page(pages::history(&approvals, session.viewer())),
+        Ok(Ok((version, approvals))) => page(pages::history(version, &approvals, session.viewer())),
         Ok(Err(e)) => unavailable("approvals unavailable", &e, session.viewer()),
         Err(response) => response,
     }

@@ -6,7 +6,7 @@
 
 use super::Console;
 use super::pages;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use std::sync::Arc;
@@ -81,8 +81,17 @@ fn page(markup: maud::Markup) -> Response {
 /// a new one shows within this (plus a page load).
 const WATCH_INTERVAL: std::time::Duration = std::time::Duration::from_millis(250);
 
-/// Server-sent events: `approvals` whenever one is asked, decided or used.
-pub async fn events(State(console): Shared) -> Response {
+#[derive(serde::Deserialize)]
+pub struct Watched {
+    /// The approvals version the watching page shows; without it, the
+    /// version when the watch began.
+    since: Option<i64>,
+}
+
+/// Server-sent events: `approvals` whenever one is asked, decided or used
+/// after the version the page shows (at once if that happened before the
+/// page began to listen).
+pub async fn events(State(console): Shared, Query(watched): Query<Watched>) -> Response {
     use axum::response::sse::{Event, KeepAlive, Sse};
     let version = |console: Arc<Console>| async move {
         tokio::task::spawn_blocking(move || console.host.records().approvals_version().ok())
@@ -90,15 +99,24 @@ pub async fn events(State(console): Shared) -> Response {
             .ok()
             .flatten()
     };
-    let first = version(Arc::clone(&console)).await;
-    let stream = futures::stream::unfold((console, first), move |(console, mut last)| async move {
+    // A page's own version is checked at once; after that, every interval.
+    let (first, pause) = match watched.since {
+        Some(shown) => (Some(shown), std::time::Duration::ZERO),
+        None => (version(Arc::clone(&console)).await, WATCH_INTERVAL),
+    };
+    let start = (console, first, pause);
+    let stream = futures::stream::unfold(start, move |(console, mut last, mut pause)| async move {
         loop {
-            tokio::time::sleep(WATCH_INTERVAL).await;
+            tokio::time::sleep(pause).await;
+            pause = WATCH_INTERVAL;
             let now = version(Arc::clone(&console)).await;
             if now.is_some() && now != last {
                 last = now;
                 let event = Event::default().event("approvals").data("changed");
-                return Some((Ok::<_, std::convert::Infallible>(event), (console, last)));
+                return Some((
+                    Ok::<_, std::convert::Infallible>(event),
+                    (console, last, pause),
+                ));
             }
         }
     });
