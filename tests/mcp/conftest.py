@@ -36,6 +36,67 @@ reason = "writes need a person"
 """
 
 
+# The plugins every test host may load; their optimized code is compiled once
+# per test process (`compiled_cache`) rather than once per host.
+FIXTURE_PLUGINS = ("calc", "fs", "hostile", "conformance")
+
+_compiled = None
+
+
+def compiled_cache() -> Path:
+    """A state directory whose compile cache holds every fixture plugin's
+    optimized (Cranelift) code, made once per test process: each fresh host
+    otherwise compiles them again, 2-3 CPU-seconds a host (seeding took the
+    Python suite from 545 to 372 CPU-seconds, 297 to 210 s on two cores).
+    A host seeded from it starts as it would after its first run; the
+    cache's own tests, cold and with hostile entries, are in tests/all."""
+    global _compiled
+    if _compiled is not None:
+        return _compiled
+    import atexit
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="toolwarden-compiled-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    plugins, state, workspace = root / "plugins", root / "state", root / "workspace"
+    plugins.mkdir()
+    workspace.mkdir()
+    # The hosts' own policy: the engine's settings (its limits) key the cache.
+    (workspace / "toolwarden.toml").write_text(POLICY)
+    for name in FIXTURE_PLUGINS:
+        shutil.copy(WASM / f"{name}.wasm", plugins)
+    env = {"PATH": os.environ.get("PATH", ""), "TOOLWARDEN_PLUGINS": str(plugins),
+           "TOOLWARDEN_WORKSPACE": str(workspace), "TOOLWARDEN_STATE": str(state),
+           "TOOLWARDEN_TRUST_CONFIG": "1"}
+    # `list` compiles with the baseline compiler only; a server compiles the
+    # optimized code in the background and, entry by entry, removes the
+    # baseline's: done when none of those is left.
+    subprocess.run([str(BINARY), "list"], env=env, capture_output=True, check=True, timeout=120)
+    baseline = set(os.listdir(state / "cache"))
+    server = subprocess.Popen([str(BINARY), "serve"], env=env, stdin=subprocess.PIPE,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while baseline & set(os.listdir(state / "cache")):
+            assert time.monotonic() < deadline, "the optimized compile of the fixture plugins did not finish"
+            time.sleep(0.05)
+    finally:
+        server.kill()
+        server.wait()
+    _compiled = state
+    return state
+
+
+def seed_compiled(state: Path):
+    """Gives `state` the fixture plugins' compiled code (hard links: an entry
+    is replaced by a rename, never rewritten, so the links never change)."""
+    compiled = compiled_cache()
+    (state / "cache").mkdir(mode=0o700)
+    for entry in os.listdir(compiled / "cache"):
+        os.link(compiled / "cache" / entry, state / "cache" / entry)
+    shutil.copy2(compiled / "cache.key", state / "cache.key")
+
+
 # What a person answers on the host's approval form to let the call run once.
 APPROVE = {"toolwarden_decision": "approve_once"}
 
@@ -58,6 +119,7 @@ class Host:
             shutil.copy(wasm, self.plugins)
         (self.workspace / "toolwarden.toml").write_text(POLICY)
         (self.workspace / "hello.txt").write_text("hello")
+        seed_compiled(self.state)
 
     def with_conformance(self, rules: str = "") -> "Host":
         """Adds the conformance fixture plugin (the MCP scenarios' tools,
