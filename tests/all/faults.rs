@@ -140,7 +140,7 @@ fn the_plugins_directory_vanishing_keeps_the_loaded_tools_serving() {
 #[test]
 fn the_state_is_readable_by_its_owner_alone() {
     use std::os::unix::fs::PermissionsExt;
-    let t = TestHost::new(&[CALC]).config(ALLOW_ALL);
+    let t = TestHost::cold(&[CALC]).config(ALLOW_ALL);
     std::fs::remove_dir(&t.state).unwrap();
     let host = t.controller();
     assert_eq!(

@@ -33,11 +33,32 @@ pub struct TestHost {
     /// The `[store]` table of a fresh database, when the tests run against
     /// PostgreSQL (see [`shared_store`]); appended to every config.
     store: Option<String>,
+    /// Whether this host takes compiled plugins from the tests' pool and
+    /// gives back what it compiled (see `compiled.rs`).
+    pooled: bool,
+}
+
+impl Drop for TestHost {
+    fn drop(&mut self) {
+        if self.pooled {
+            crate::compiled::harvest(&self.state);
+        }
+    }
 }
 
 impl TestHost {
-    /// A host with the given plugin files and an allow-everything policy.
+    /// A host with the given plugin files and an allow-everything policy,
+    /// whose state starts with the plugins other tests compiled.
     pub fn new(plugins: &[&str]) -> TestHost {
+        let mut host = TestHost::cold(plugins);
+        crate::compiled::seed(&host.state);
+        host.pooled = true;
+        host
+    }
+
+    /// As [`TestHost::new`], with an empty compile cache of its own: for
+    /// the tests of compiling and of the cache.
+    pub fn cold(plugins: &[&str]) -> TestHost {
         let root = tempfile::tempdir().expect("temp dir");
         let workspace = root.path().join("workspace");
         let plugins_dir = root.path().join("plugins");
@@ -54,6 +75,7 @@ impl TestHost {
             config: String::new(),
             sandbox: SandboxMode::ReadOnly,
             store,
+            pooled: false,
         }
         .config(ALLOW_ALL);
         for plugin in plugins {

@@ -2,6 +2,7 @@
 //! repository's plugins and hostile fixtures, a real workspace on disk, and
 //! the real `toolwarden` binary for the CLI.
 
+mod compiled;
 mod harness;
 
 mod approvals;

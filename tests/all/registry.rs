@@ -90,7 +90,7 @@ fn duplicate_tool_names_refuse_to_start() {
 
 #[test]
 fn a_second_start_loads_from_the_cache_instead_of_recompiling() {
-    let t = TestHost::new(&[CALC, HOSTILE]);
+    let t = TestHost::cold(&[CALC, HOSTILE]);
     let origins = |host: &toolwarden::Controller| {
         host.registry()
             .plugins()
@@ -116,7 +116,7 @@ fn start_and_compile(t: &TestHost) {
 
 #[test]
 fn a_new_plugin_is_described_from_fast_code_and_called_on_optimized_code() {
-    let t = TestHost::new(&[CALC, FS]);
+    let t = TestHost::cold(&[CALC, FS]);
     let host = t.controller();
     let registry = host.registry();
     let plugins = registry.plugins();
@@ -146,7 +146,7 @@ fn a_new_plugin_is_described_from_fast_code_and_called_on_optimized_code() {
 
 #[test]
 fn a_first_call_waits_for_its_own_plugins_optimized_code_not_for_the_others() {
-    let t = TestHost::new(&[CALC]);
+    let t = TestHost::cold(&[CALC]);
     toolwarden_tests::numbered_plugins(&t.plugins, 40);
     let host = t.controller();
     assert_eq!(host.registry().plugins().len(), 41);
@@ -173,7 +173,7 @@ fn a_first_call_waits_for_its_own_plugins_optimized_code_not_for_the_others() {
 /// it was compiled.)
 #[test]
 fn a_plugin_the_baseline_compiler_refuses_is_compiled_optimized_instead() {
-    let t = TestHost::new(&[CALC]);
+    let t = TestHost::cold(&[CALC]);
     let tail_calls = wat::parse_str(
         r#"(component (core module (func $loop (param i32) (return_call $loop (local.get 0)))))"#,
     )
@@ -197,7 +197,7 @@ fn a_plugin_the_baseline_compiler_refuses_is_compiled_optimized_instead() {
 /// clearly abandoned, and one that may still be written is left alone.
 #[test]
 fn a_temporary_left_in_the_cache_by_a_stopped_process_is_removed_later() {
-    let t = TestHost::new(&[CALC]);
+    let t = TestHost::cold(&[CALC]);
     start_and_compile(&t);
     let cache = t.state.join("cache");
     let abandoned = cache.join("left-by-a-stopped-process.tmp");
@@ -219,7 +219,7 @@ fn a_temporary_left_in_the_cache_by_a_stopped_process_is_removed_later() {
 
 #[test]
 fn a_corrupted_cache_entry_is_recompiled_never_run() {
-    let t = TestHost::new(&[CALC]);
+    let t = TestHost::cold(&[CALC]);
     start_and_compile(&t);
     let entries: Vec<_> = std::fs::read_dir(t.state.join("cache"))
         .unwrap()
@@ -248,7 +248,7 @@ fn a_corrupted_cache_entry_is_recompiled_never_run() {
 
 #[test]
 fn an_entry_of_the_earlier_cache_format_is_replaced_not_read() {
-    let t = TestHost::new(&[CALC]);
+    let t = TestHost::cold(&[CALC]);
     start_and_compile(&t);
     let cache = t.state.join("cache");
     let current = std::fs::read_dir(&cache)
@@ -286,9 +286,9 @@ fn an_entry_of_the_earlier_cache_format_is_replaced_not_read() {
 /// anyone who could write the cache could plant native code the host ran.
 #[test]
 fn a_cache_entry_made_without_this_hosts_key_is_recompiled_never_run() {
-    let planter = TestHost::new(&[CALC]);
+    let planter = TestHost::cold(&[CALC]);
     start_and_compile(&planter);
-    let victim = TestHost::new(&[CALC]);
+    let victim = TestHost::cold(&[CALC]);
     let planted = std::fs::read_dir(planter.state.join("cache"))
         .unwrap()
         .next()
@@ -484,7 +484,7 @@ fn what_a_plugin_may_declare_is_bounded_by_the_limits() {
 /// cache draws nothing (nor does a dumb terminal, which cannot redraw).
 #[test]
 fn a_slow_cold_start_shows_progress_on_a_terminal_and_a_warm_one_does_not() {
-    let t = TestHost::new(&[]);
+    let t = TestHost::cold(&[]);
     toolwarden_tests::numbered_plugins(&t.plugins, 24);
     let mut xterm = t.command("script");
     xterm.env("TERM", "xterm");
