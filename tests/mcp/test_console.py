@@ -369,6 +369,28 @@ async def test_the_tools_page_explains_a_call_without_running_it(host, served, b
     assert host.cli("approvals", "list", "--json")[1].strip() == "[]", "explaining asks nobody"
 
 
+async def test_the_tools_page_marks_a_tool_its_plugin_withdrew(host, browser, tmp_path):
+    host.with_conformance("""
+[[rule]]
+tools = ["test_trigger_tool_change"]
+decision = "allow"
+reason = "it only withdraws or offers a tool of its own plugin"
+""")
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    with http_serve(host.env(), "--token-file", str(token_file)) as (_, mcp):
+        console = mcp.removesuffix("/mcp") + "/console"
+        page = (await signed_in(browser, console)).page
+        row = page.locator("tbody tr:has(strong:text-is('test_dynamic_tool'))")
+        await page.goto(f"{console}/tools")
+        assert await page.locator("tbody .withdrawn").count() == 0
+        done = await call_tool(mcp, "test_trigger_tool_change", {})
+        assert done.content[0].text == "withdrew test_dynamic_tool", done
+        await page.goto(f"{console}/tools")
+        assert "withdrawn by its plugin" in await row.inner_text()
+        assert await page.locator("tbody .withdrawn").count() == 1, "only the withdrawn tool is marked"
+
+
 def test_a_stdio_user_gets_the_console_alone(host, tmp_path):
     """`toolwarden console` serves the same state: an approval asked over
     stdio (here by the CLI) is waiting there, and an untokened console on a

@@ -46,7 +46,13 @@ pub fn tools(
                 tbody {
                     @for row in rows {
                         tr {
-                            td { strong { (row.tool.spec().name) } br; small { (visible(&row.tool.spec().description)) } }
+                            td {
+                                strong { (row.tool.spec().name) }
+                                @if !row.tool.offered() {
+                                    br; span.withdrawn { "withdrawn by its plugin for now: no agent sees it, and a call to it is refused" }
+                                }
+                                br; small { (visible(&row.tool.spec().description)) }
+                            }
                             td { (visible(row.tool.plugin().file_name())) }
                             td { (row.tool.spec().risk.as_str()) }
                             td { (row.tool.spec().effects.to_string()) }
