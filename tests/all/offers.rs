@@ -108,3 +108,24 @@ fn what_a_plugin_withdrew_survives_a_reload_that_leaves_its_file_alone() {
     assert!(now.contains(&"calc".to_owned()), "{now:?}");
     assert!(!now.contains(&DYNAMIC.to_owned()), "{now:?}");
 }
+
+/// A call of the old build that ends after a reload which kept its file
+/// (here: the old build's record of what it offers, as such a call holds
+/// it) withdraws from the new build too: the reload shares that record.
+#[test]
+fn a_withdrawal_that_ends_after_a_reload_reaches_the_new_build() {
+    let t = TestHost::new(&[CONFORMANCE]).config(ALLOW_ALL);
+    let host = t.controller();
+    let before = host.registry();
+    let old_build = &before.plugins()[0];
+    t.add_plugin(CALC);
+    assert!(host.reload().unwrap(), "a new plugin changes the tools");
+    assert!(listed(&host, None).contains(&DYNAMIC.to_owned()));
+    let changed = old_build
+        .offers()
+        .apply([(DYNAMIC.to_owned(), false)].into_iter().collect());
+    assert_eq!(changed.withdrawn, [DYNAMIC]);
+    let now = listed(&host, None);
+    assert!(!now.contains(&DYNAMIC.to_owned()), "{now:?}");
+    assert!(now.contains(&"calc".to_owned()), "{now:?}");
+}

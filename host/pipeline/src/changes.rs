@@ -59,8 +59,8 @@ impl Changes {
 }
 
 /// Which of one plugin's tools are withdrawn right now: none at first.
-/// Kept with the loaded plugin, so it lasts as long as the plugin's file
-/// does not change.
+/// Kept with the loaded plugin and shared by every reload that finds its
+/// file unchanged, so it lasts as long as the file does.
 #[derive(Debug)]
 pub struct Offers {
     /// Every tool the plugin declared, by name.
@@ -114,15 +114,6 @@ impl Offers {
         self.any_withdrawn
             .store(!withdrawn.is_empty(), Ordering::Release);
         changed
-    }
-
-    /// Withdraws what `previous` (the same file, loaded before) withdrew.
-    pub fn carry_over(&self, previous: &Offers) {
-        let kept = previous.withdrawn().clone();
-        let mut withdrawn = self.withdrawn();
-        *withdrawn = kept;
-        self.any_withdrawn
-            .store(!withdrawn.is_empty(), Ordering::Release);
     }
 }
 

@@ -1,7 +1,7 @@
 //! Reading plugin files and turning each into checked [`Tool`]s.
 
 use super::RegistryError;
-use super::{OnLoaded, Plugin, Tool};
+use super::{OnLoaded, Plugin, Registry, Tool};
 use crate::changes::Offers;
 use crate::engine::Engine;
 use crate::engine::PluginError;
@@ -66,11 +66,13 @@ pub(super) fn plugin_files(dir: &Path) -> Result<Vec<PathBuf>, RegistryError> {
 }
 
 /// Loads each file, compiling several at once: compilation dominates a cold
-/// start and is independent per file. Results keep the files' order.
+/// start and is independent per file. Results keep the files' order. A file
+/// `before` served unchanged shares that build's record of what it withdrew.
 pub(super) fn load_all(
     files: &[PathBuf],
     engine: &Engine,
     progress: Option<&OnLoaded>,
+    before: Option<&Registry>,
 ) -> Vec<Result<Loaded, LoadFailure>> {
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
@@ -85,7 +87,7 @@ pub(super) fn load_all(
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(file) = files.get(i) else { break };
-                    let outcome = load_one(file, engine).map_err(|error| LoadFailure {
+                    let outcome = load_one(file, engine, before).map_err(|error| LoadFailure {
                         file: file.clone(),
                         error,
                     });
@@ -106,6 +108,7 @@ pub(super) fn load_all(
 pub(super) fn load_one(
     file: &Path,
     engine: &Engine,
+    before: Option<&Registry>,
 ) -> Result<(Arc<Plugin>, Vec<Tool>), PluginError> {
     let name = file.file_name().map(|n| n.to_string_lossy());
     if name.is_none_or(|name| crate::presentation::has_control(&name)) {
@@ -125,13 +128,19 @@ pub(super) fn load_one(
     let loaded = engine.load(&bytes, &sha256)?;
     let described = engine.describe(&loaded)?;
     let specs = described.tools;
+    // One record for every build of the same file, so that a call of the
+    // build a reload replaces, ending after it, withdraws from the new one.
+    let offers = before
+        .and_then(|registry| registry.served(file, &sha256))
+        .map(|plugin| Arc::clone(plugin.offers()))
+        .unwrap_or_else(|| Arc::new(Offers::new(specs.iter().map(|spec| spec.name.clone()))));
     let plugin = Arc::new(Plugin::new(
         file,
         sha256,
         loaded,
         proven.signer,
         (described.prompts, described.catalog),
-        Offers::new(specs.iter().map(|spec| spec.name.clone())),
+        offers,
     ));
     let mut tools = Vec::with_capacity(specs.len());
     let mut seen = std::collections::HashSet::new();

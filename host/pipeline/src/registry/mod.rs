@@ -56,7 +56,7 @@ impl Plugin {
         loaded: LoadedPlugin,
         signer: Option<String>,
         (prompts, catalog): (Vec<PromptSpec>, Catalog),
-        offers: Offers,
+        offers: Arc<Offers>,
     ) -> Plugin {
         Plugin {
             file: file.to_owned(),
@@ -65,7 +65,7 @@ impl Plugin {
             signer,
             prompts,
             catalog,
-            offers: Arc::new(offers),
+            offers,
             name: file
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
@@ -196,7 +196,7 @@ impl Registry {
     ) -> Result<Registry, RegistryError> {
         let files = load::plugin_files(dir)?;
         let mut registry = Registry::default();
-        for outcome in load::load_all(&files, engine, progress) {
+        for outcome in load::load_all(&files, engine, progress, None) {
             match outcome {
                 Ok((plugin, tools)) => registry.add(plugin, tools)?,
                 Err(failure) => {
@@ -220,23 +220,14 @@ impl Registry {
         previous: &Registry,
     ) -> Result<Registry, RegistryError> {
         let files = load::plugin_files(dir)?;
-        let served = |plugin: &Plugin| {
-            previous
-                .plugins
-                .iter()
-                .find(|p| p.file == plugin.file && p.sha256 == plugin.sha256)
-        };
         let (mut kept, mut arriving) = (Vec::new(), Vec::new());
         let mut registry = Registry::default();
-        for outcome in load::load_all(&files, engine, None) {
+        for outcome in load::load_all(&files, engine, None, Some(previous)) {
             match outcome {
-                Ok(loaded) => match served(&loaded.0) {
-                    Some(before) => {
-                        loaded.0.offers.carry_over(&before.offers);
-                        kept.push(loaded)
-                    }
-                    None => arriving.push(loaded),
-                },
+                Ok(loaded) if previous.served(&loaded.0.file, &loaded.0.sha256).is_some() => {
+                    kept.push(loaded)
+                }
+                Ok(loaded) => arriving.push(loaded),
                 Err(failure) => registry.failures.push(failure),
             }
         }
@@ -295,7 +286,14 @@ impl Registry {
         file: &Path,
         engine: &Engine,
     ) -> Result<(Arc<Plugin>, Vec<Tool>), PluginError> {
-        load::load_one(file, engine)
+        load::load_one(file, engine, None)
+    }
+
+    /// The plugin this registry serves from `file` with content `sha256`.
+    fn served(&self, file: &Path, sha256: &str) -> Option<&Arc<Plugin>> {
+        self.plugins
+            .iter()
+            .find(|p| p.file == file && p.sha256 == sha256)
     }
 
     fn add(&mut self, plugin: Arc<Plugin>, tools: Vec<Tool>) -> Result<(), RegistryError> {
