@@ -3,6 +3,7 @@ driven by Playwright, beside an MCP client (the official Python SDK) that
 makes the calls a person decides on.
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -33,13 +34,19 @@ HOSTILE = {
 }
 
 
-@pytest.fixture
-def served(host, tmp_path):
+@contextlib.contextmanager
+def console_served(host, tmp_path):
     """`serve --http` with a token: (the /mcp URL, the /console URL)."""
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n")
     with http_serve(host.env(), "--token-file", str(token_file)) as (_, url):
         yield url, url.removesuffix("/mcp") + "/console"
+
+
+@pytest.fixture
+def served(host, tmp_path):
+    with console_served(host, tmp_path) as urls:
+        yield urls
 
 
 @pytest.fixture
@@ -376,10 +383,7 @@ tools = ["test_trigger_tool_change"]
 decision = "allow"
 reason = "it only withdraws or offers a tool of its own plugin"
 """)
-    token_file = tmp_path / "token"
-    token_file.write_text(TOKEN + "\n")
-    with http_serve(host.env(), "--token-file", str(token_file)) as (_, mcp):
-        console = mcp.removesuffix("/mcp") + "/console"
+    with console_served(host, tmp_path) as (mcp, console):
         page = (await signed_in(browser, console)).page
         row = page.locator("tbody tr:has(strong:text-is('test_dynamic_tool'))")
         await page.goto(f"{console}/tools")

@@ -102,10 +102,10 @@
         return response.text();
       })
       .then(function (html) {
-        var fresh = new DOMParser().parseFromString(html, "text/html");
+        var fresh = new DOMParser().parseFromString(html, "text/html").querySelector("main");
         var main = document.querySelector("main");
-        if (!sent && main && fresh.querySelector("main")) {
-          update(main, fresh.querySelector("main"));
+        if (!sent && main && fresh) {
+          update(main, fresh);
         }
       })
       .catch(function () {
