@@ -138,17 +138,42 @@ fn serve_answers_on_stdout_redirected_to_a_file() {
     // stdin a pipe, stdout a file: the server must not half-switch to
     // non-blocking pipes (its reads then failed with EAGAIN and it stopped).
     let t = TestHost::new(&[CALC]).config(ALLOW_CALC);
+    answers_on_stdout_redirected_to_a_file(&t, None);
+    // The same with stdin a socket, as a Node client's would be: neither
+    // may be made non-blocking while the other stays tokio's.
+    answers_on_stdout_redirected_to_a_file(
+        &t,
+        Some(std::os::unix::net::UnixStream::pair().unwrap()),
+    );
+}
+
+/// With `socket`, stdin is its second end and requests go to its first;
+/// without, stdin is a pipe.
+fn answers_on_stdout_redirected_to_a_file(
+    t: &TestHost,
+    socket: Option<(
+        std::os::unix::net::UnixStream,
+        std::os::unix::net::UnixStream,
+    )>,
+) {
+    let (input, requests): (Stdio, Option<Box<dyn Write>>) = match socket {
+        Some((ours, theirs)) => (
+            Stdio::from(std::os::fd::OwnedFd::from(theirs)),
+            Some(Box::new(ours)),
+        ),
+        None => (Stdio::piped(), None),
+    };
     let out_path = t.workspace.join("answers.jsonl");
     let out = std::fs::File::create(&out_path).unwrap();
     let mut server = t
         .cli()
         .arg("serve")
-        .stdin(Stdio::piped())
+        .stdin(input)
         .stdout(out)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stdin = server.stdin.take().unwrap();
+    let mut stdin = requests.unwrap_or_else(|| Box::new(server.stdin.take().unwrap()));
     // Let the server wait on an empty stdin first, as it does for a client
     // that takes its time.
     std::thread::sleep(std::time::Duration::from_millis(500));
@@ -285,4 +310,64 @@ fn serve_gives_each_sandbox_back_after_answering_even_with_one_instance() {
     assert_eq!(ids, (6..40).collect::<Vec<_>>());
     drop(stdin);
     assert!(server.wait().unwrap().success());
+}
+
+/// The threads of process `pid` by name.
+fn thread_names(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .map(|name| name.trim().to_owned())
+        .collect()
+}
+
+/// Node's `child_process` (so every client built on Node or Electron)
+/// starts a server on a Unix socket pair per stream, not on pipes; some
+/// launchers hand one socket for both. The server reads and writes them on
+/// its reactor, as it does pipes: tokio's blocking stdio would hop to a
+/// thread of its blocking pool (named `tokio-rt-worker`, as the
+/// connection's runtime is unnamed) for every message.
+#[test]
+fn serve_waits_on_stdio_sockets_as_node_clients_start_it_on_its_reactor() {
+    use std::os::unix::net::UnixStream;
+    let t = TestHost::new(&[CALC]).config(ALLOW_CALC);
+    for shared in [false, true] {
+        let (ours_in, theirs_in) = UnixStream::pair().unwrap();
+        let (ours_out, theirs_out) = if shared {
+            (ours_in.try_clone().unwrap(), theirs_in.try_clone().unwrap())
+        } else {
+            UnixStream::pair().unwrap()
+        };
+        let mut server = t
+            .cli()
+            .arg("serve")
+            .stdin(std::os::fd::OwnedFd::from(theirs_in))
+            .stdout(std::os::fd::OwnedFd::from(theirs_out))
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut requests = &ours_in;
+        let mut answers = BufReader::new(&ours_out);
+        writeln!(requests, "{}", initialize()).unwrap();
+        assert_eq!(read_message(&mut answers).unwrap()["id"], 1);
+        writeln!(requests, "{}", initialized()).unwrap();
+        for id in 2..12u64 {
+            let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "calc", "arguments": {"op": "add", "a": id, "b": 1}}});
+            writeln!(requests, "{call}").unwrap();
+            let answer = read_message(&mut answers).unwrap();
+            assert_eq!(answer["id"], id, "{answer}");
+            assert_eq!(
+                answer["result"]["structuredContent"],
+                json!({"result": id + 1})
+            );
+        }
+        let threads = thread_names(server.id());
+        assert!(
+            !threads.iter().any(|name| name.starts_with("tokio-")),
+            "stdio went through tokio's blocking pool (shared socket: {shared}): {threads:?}"
+        );
+        ours_in.shutdown(std::net::Shutdown::Write).unwrap();
+        assert!(server.wait().unwrap().success(), "shared socket: {shared}");
+    }
 }
