@@ -160,9 +160,12 @@ bench/clients/node_modules/.installed: bench/clients/package-lock.json
 # Row 12 measures the shared store on the PostgreSQL the script starts.
 # Row 13 (bench/sdks.py) builds and calls a plugin in each SDK's language.
 # bench/guard.py then prints each figure that moved from the run before by
-# more than its measured run-to-run noise.
-bench: setup build $(VENV)/.installed bench/clients/node_modules/.installed tests/sdk/node_modules/.installed
-	$(CARGO) build --release -p toolwarden-bench --bins
-	$(VENV)/bin/python tests/mcp/postgres.py $(CARGO) run --release -p toolwarden-bench
+# more than its measured run-to-run noise. The host and the bench are built
+# in one cargo command and the bench run as built: `-p toolwarden-cli` and
+# `-p toolwarden-bench` alone unify features differently, and wasmtime and
+# everything above it were compiled once for each.
+bench: setup $(VENV)/.installed bench/clients/node_modules/.installed tests/sdk/node_modules/.installed
+	$(CARGO) build --release --workspace --bins
+	$(VENV)/bin/python tests/mcp/postgres.py target/release/toolwarden-bench
 	$(VENV)/bin/python bench/sdks.py
 	$(VENV)/bin/python bench/guard.py

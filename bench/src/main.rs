@@ -18,7 +18,9 @@
 //! thousand, the export checked on its own, and the rest verified; (11)
 //! `serve --http` under 1, 16, 64 and 256 keep-alive connections of
 //! stateless `tools/call`: calls per second, p50, p99, errors and the
-//! server's memory. The figures also go to
+//! server's memory; (15) `tools/call` over stdio from the official
+//! TypeScript and Python SDK clients, against `toolwarden serve` and a bare
+//! rmcp server in turns. The figures also go to
 //! `target/bench/bench-<unix ms>.json`, so two runs can be compared. Timing
 //! belongs here, never in test assertions.
 //!
@@ -146,6 +148,9 @@ fn main() {
     }
     if want(14) {
         policy_scale::row(&host, scale, &mut out);
+    }
+    if want(15) {
+        stdio_row::sdk_clients_row(scale, &mut out);
     }
     figures::write(out);
 }

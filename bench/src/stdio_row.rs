@@ -230,3 +230,168 @@ pub fn start_to_list(out: &mut Map<String, Value>) {
     }
     out.insert("serve_start_to_tools_list".into(), Value::Object(figures));
 }
+
+/// Row 15, row 7 as people meet it: `tools/call` of `calc` over stdio from the
+/// official TypeScript and Python SDK clients (`bench/clients`), against
+/// `toolwarden serve` and the bare rmcp server in interleaved rounds, from
+/// one client process. The bare server validates, runs and records nothing,
+/// so it is an ungoverned host's floor: the ratio is what governance costs
+/// a person waiting on an agent's call, and each server's p99 over its
+/// median is its tail.
+pub(crate) fn sdk_clients_row(scale: usize, out: &mut Map<String, Value>) {
+    let own = std::env::current_exe().expect("own path");
+    let host = Host::new(&[CALC]);
+    let governed = mcp::serve_command(
+        &own.with_file_name("toolwarden"),
+        &host.plugins,
+        &host.workspace,
+        &host.state,
+    );
+    let bare = own.with_file_name("bare-rmcp");
+    let mut servers = vec![spawn_spec("toolwarden", &governed)];
+    if bare.exists() {
+        // The same tool as the governed host lists, output schema and all:
+        // a client that checks results against it works alike for both.
+        let listed = mcp::Server::start(
+            &own.with_file_name("toolwarden"),
+            &host.plugins,
+            &host.workspace,
+            &host.state,
+        )
+        .request("tools/list", json!({}));
+        let mut bare = Command::new(&bare);
+        bare.env("BARE_RMCP_TOOL", listed["result"]["tools"][0].to_string());
+        servers.push(spawn_spec("bare_rmcp", &bare));
+    }
+    let spec = json!({ "round": 50, "n": 1000 * scale, "servers": servers });
+    let clients = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("clients");
+    let venv_python = clients.join("../../.venv/bin/python");
+    let runs = [
+        (
+            "typescript_sdk",
+            "TypeScript",
+            "node".into(),
+            clients.join("stdio_round_trip.mjs"),
+        ),
+        (
+            "python_sdk",
+            "Python",
+            venv_python,
+            clients.join("stdio_round_trip.py"),
+        ),
+    ];
+    let mut row = Map::new();
+    for (key, label, program, script) in runs {
+        match run_client(&program, &script, &spec) {
+            Ok(by_server) => {
+                let mut figures = Map::new();
+                for (server, samples) in by_server {
+                    let summary = summarize(samples);
+                    summary.line(&format!("   stdio, official {label} SDK client, {server}"));
+                    let mut json = summary.json();
+                    json["p99_over_median"] =
+                        json!(round(summary.p99_us / summary.median_us * 10.0) / 10.0);
+                    figures.insert(server, json);
+                }
+                if let (Some(t), Some(b)) = (figures.get("toolwarden"), figures.get("bare_rmcp")) {
+                    let ratio = |field: &str| {
+                        t[field].as_f64().unwrap_or(f64::NAN)
+                            / b[field].as_f64().unwrap_or(f64::NAN)
+                    };
+                    let (median, p99) = (ratio("median_us"), ratio("p99_us"));
+                    println!(
+                        "   toolwarden / bare rmcp with the {label} client: median {median:.2}x, p99 {p99:.2}x"
+                    );
+                    figures.insert(
+                        "median_ratio_to_bare_rmcp".into(),
+                        json!(round(median * 100.0) / 100.0),
+                    );
+                    figures.insert(
+                        "p99_ratio_to_bare_rmcp".into(),
+                        json!(round(p99 * 100.0) / 100.0),
+                    );
+                }
+                row.insert(key.into(), Value::Object(figures));
+            }
+            Err(why) => {
+                println!(
+                    "   stdio, official {label} SDK client: skipped ({why}; `make bench` installs the clients)"
+                );
+                row.insert(key.into(), json!({ "skipped": why }));
+            }
+        }
+    }
+    out.insert(
+        "mcp_stdio_round_trip_sdk_clients".into(),
+        Value::Object(row),
+    );
+}
+
+/// How a client script starts `command`: its program, arguments and whole
+/// environment (an SDK client passes a server no more than it is given).
+fn spawn_spec(name: &str, command: &Command) -> Value {
+    let mut env: Map<String, Value> = std::env::vars()
+        .filter(|(k, _)| !k.starts_with("TOOLWARDEN_"))
+        .map(|(k, v)| (k, json!(v)))
+        .collect();
+    for (key, value) in command.get_envs() {
+        let key = key.to_string_lossy().into_owned();
+        match value {
+            Some(value) => env.insert(key, json!(value.to_string_lossy())),
+            None => env.remove(&key),
+        };
+    }
+    json!({
+        "name": name,
+        "command": command.get_program().to_string_lossy(),
+        "args": command.get_args().map(|a| a.to_string_lossy()).collect::<Vec<_>>(),
+        "env": env,
+    })
+}
+
+/// Runs one client script on `spec`; its samples by server, in microseconds.
+fn run_client(
+    program: &std::path::Path,
+    script: &std::path::Path,
+    spec: &Value,
+) -> Result<BTreeMap<String, Vec<Duration>>, String> {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(program)
+        .arg(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run `{}`: {e}", program.display()))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(spec.to_string().as_bytes())
+            .map_err(|e| format!("cannot hand the client its servers: {e}"))?;
+    }
+    let done = child.wait_with_output().map_err(|e| e.to_string())?;
+    if !done.status.success() {
+        let stderr = String::from_utf8_lossy(&done.stderr);
+        return Err(stderr
+            .lines()
+            .last()
+            .unwrap_or("the client failed")
+            .to_owned());
+    }
+    let printed: Value = serde_json::from_slice(&done.stdout).map_err(|e| e.to_string())?;
+    let by_server = printed["us"].as_object().ok_or("no samples")?;
+    Ok(by_server
+        .iter()
+        .map(|(server, us)| {
+            let samples = us
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_f64)
+                .map(|us| Duration::from_secs_f64(us / 1e6))
+                .collect();
+            (server.clone(), samples)
+        })
+        .filter(|(_, samples): &(String, Vec<Duration>)| !samples.is_empty())
+        .collect())
+}

@@ -4,6 +4,11 @@
 //! `tools/call` of `calc` with the constant the governed host computes. It
 //! validates nothing, runs nothing and records nothing: what toolwarden's
 //! CPU per call costs above it is what governance and the sandbox cost.
+//!
+//! With `BARE_RMCP_TOOL` set to a tool as `tools/list` shows it (the bench
+//! gives it toolwarden's `calc`), it lists that tool instead of its own, so
+//! a client that checks a result against the tool's output schema (the
+//! Python SDK's does) does the same work against either server.
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
@@ -27,13 +32,15 @@ impl ServerHandler for Constant {
         _request: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let schema = json!({ "type": "object" });
-        let schema = schema.as_object().cloned().unwrap_or_default();
-        Ok(ListToolsResult::with_all_items(vec![Tool::new(
-            "calc",
-            "answers 42",
-            Arc::new(schema),
-        )]))
+        let given = std::env::var("BARE_RMCP_TOOL")
+            .ok()
+            .and_then(|tool| serde_json::from_str::<Tool>(&tool).ok());
+        let tool = given.unwrap_or_else(|| {
+            let schema = json!({ "type": "object" });
+            let schema = schema.as_object().cloned().unwrap_or_default();
+            Tool::new("calc", "answers 42", Arc::new(schema))
+        });
+        Ok(ListToolsResult::with_all_items(vec![tool]))
     }
 
     async fn call_tool(
