@@ -30,7 +30,7 @@ async def main(spec: dict) -> None:
         # Round 0 warms up and is not kept.
         for r in range(rounds + 1):
             for name, session in sessions:
-                for i in range(spec["round"]):
+                for _ in range(spec["round"]):
                     started = time.perf_counter()
                     result = await session.call_tool("calc", {"op": "mul", "a": 6, "b": 7})
                     took = (time.perf_counter() - started) * 1e6

@@ -240,25 +240,16 @@ pub fn start_to_list(out: &mut Map<String, Value>) {
 /// median is its tail.
 pub(crate) fn sdk_clients_row(scale: usize, out: &mut Map<String, Value>) {
     let own = std::env::current_exe().expect("own path");
+    let toolwarden = own.with_file_name("toolwarden");
     let host = Host::new(&[CALC]);
-    let governed = mcp::serve_command(
-        &own.with_file_name("toolwarden"),
-        &host.plugins,
-        &host.workspace,
-        &host.state,
-    );
+    let governed = mcp::serve_command(&toolwarden, &host.plugins, &host.workspace, &host.state);
     let bare = own.with_file_name("bare-rmcp");
     let mut servers = vec![spawn_spec("toolwarden", &governed)];
     if bare.exists() {
         // The same tool as the governed host lists, output schema and all:
         // a client that checks results against it works alike for both.
-        let listed = mcp::Server::start(
-            &own.with_file_name("toolwarden"),
-            &host.plugins,
-            &host.workspace,
-            &host.state,
-        )
-        .request("tools/list", json!({}));
+        let listed = mcp::Server::start(&toolwarden, &host.plugins, &host.workspace, &host.state)
+            .request("tools/list", json!({}));
         let mut bare = Command::new(&bare);
         bare.env("BARE_RMCP_TOOL", listed["result"]["tools"][0].to_string());
         servers.push(spawn_spec("bare_rmcp", &bare));
@@ -284,21 +275,22 @@ pub(crate) fn sdk_clients_row(scale: usize, out: &mut Map<String, Value>) {
     for (key, label, program, script) in runs {
         match run_client(&program, &script, &spec) {
             Ok(by_server) => {
+                let summaries: BTreeMap<String, Summary> = by_server
+                    .into_iter()
+                    .map(|(server, samples)| (server, summarize(samples)))
+                    .collect();
                 let mut figures = Map::new();
-                for (server, samples) in by_server {
-                    let summary = summarize(samples);
+                for (server, summary) in &summaries {
                     summary.line(&format!("   stdio, official {label} SDK client, {server}"));
                     let mut json = summary.json();
                     json["p99_over_median"] =
                         json!(round(summary.p99_us / summary.median_us * 10.0) / 10.0);
-                    figures.insert(server, json);
+                    figures.insert(server.clone(), json);
                 }
-                if let (Some(t), Some(b)) = (figures.get("toolwarden"), figures.get("bare_rmcp")) {
-                    let ratio = |field: &str| {
-                        t[field].as_f64().unwrap_or(f64::NAN)
-                            / b[field].as_f64().unwrap_or(f64::NAN)
-                    };
-                    let (median, p99) = (ratio("median_us"), ratio("p99_us"));
+                if let (Some(t), Some(b)) =
+                    (summaries.get("toolwarden"), summaries.get("bare_rmcp"))
+                {
+                    let (median, p99) = (t.median_us / b.median_us, t.p99_us / b.p99_us);
                     println!(
                         "   toolwarden / bare rmcp with the {label} client: median {median:.2}x, p99 {p99:.2}x"
                     );
