@@ -58,6 +58,7 @@ demo: plugins build
 # untouched, and `make build` and `make bench` never use it.)
 ifeq ($(CI),true)
 LINT_IN_BUILD := 1
+EMBEDDED_LINT_DIR := --target-dir target/lint
 export RUSTC_WORKSPACE_WRAPPER := $(shell rustup which clippy-driver 2>/dev/null)
 export CLIPPY_ARGS := -D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
 $(if $(RUSTC_WORKSPACE_WRAPPER),,$(error clippy-driver not found: rustup component add clippy))
@@ -66,13 +67,17 @@ endif
 # The second clippy checks the library as people embed it: no features, so
 # no PostgreSQL (store/shared/absent.rs stands in for it). Its library alone:
 # the tests are the same code under either set of features, linted with the
-# features by the workspace's lint.
+# features by the workspace's lint. In CI it checks into a target directory
+# of its own, so that `.ci/run` can run it beside the test build (cargo
+# holds a target directory's lock for a whole build) on what the build
+# leaves idle: rustc's front end is one thread, and the chain from the host
+# library to the test binary compiles one crate at a time.
 lint:
 	$(CARGO) fmt --all -- --check
 ifndef LINT_IN_BUILD
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 endif
-	$(CARGO) clippy --release -p toolwarden --lib -- -D warnings
+	$(CARGO) clippy --release -p toolwarden --lib $(EMBEDDED_LINT_DIR) -- -D warnings
 
 # Test files run on PY_WORKERS workers (pytest-xdist), each file whole on
 # one: most of a test's time is spent waiting for the hosts, clients and
