@@ -13,7 +13,11 @@ import subprocess
 import time
 from pathlib import Path
 
+import anyio
 import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 ROOT = Path(__file__).resolve().parents[2]
 BINARY = ROOT / "target" / "release" / "toolwarden"
@@ -197,3 +201,27 @@ def http_serve(env: dict, *args: str, port: int | None = None):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@contextlib.asynccontextmanager
+async def listening_session(url: str, **options):
+    """A 2025-11-25 `ClientSession` over streamable HTTP, initialized, once its
+    GET stream is open. What no request of a session asked for (another
+    session's change announced) reaches it only on that stream, and the SDK
+    opens it in the background after `initialize`: a notification sent before
+    it is open is not delivered, so a test that waits for one waits for this
+    first (a loaded CI machine opened it too late once)."""
+    opened = anyio.Event()
+
+    async def on_response(response):
+        if response.request.method == "GET" and response.status_code == 200:
+            opened.set()
+
+    http = create_mcp_http_client()
+    http.event_hooks = {"request": [], "response": [on_response]}
+    async with http, streamable_http_client(url, http_client=http) as (r, w), \
+            ClientSession(r, w, **options) as session:
+        await session.initialize()
+        with anyio.fail_after(10):
+            await opened.wait()
+        yield session

@@ -14,11 +14,10 @@ import anyio
 import pytest
 from mcp import Client, ClientSession, types
 from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourceUpdated
 
-from conftest import http_serve
+from conftest import http_serve, listening_session
 
 pytestmark = pytest.mark.anyio
 
@@ -98,10 +97,8 @@ class Updates:
 async def test_only_a_subscribed_session_hears_that_a_resource_changed(resource_host):
     watching, idle = Updates(), Updates()
     with http_serve(resource_host.env()) as (_, url):
-        async with streamable_http_client(url) as (r, w), ClientSession(r, w, message_handler=watching) as a, \
-                streamable_http_client(url) as (r2, w2), ClientSession(r2, w2, message_handler=idle) as b:
-            await a.initialize()
-            await b.initialize()
+        async with listening_session(url, message_handler=watching) as a, \
+                listening_session(url, message_handler=idle) as b:
             await a.subscribe_resource("test://static-text")
             # Another session's call announces three changes: the watching
             # session hears of the one it subscribed to, the other of none.

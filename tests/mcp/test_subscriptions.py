@@ -7,11 +7,10 @@ Python SDK (`Client.listen`, `ClientSession`)."""
 
 import anyio
 import pytest
-from mcp import Client, ClientSession, types
-from mcp.client.streamable_http import streamable_http_client
+from mcp import Client, types
 from mcp.shared.subscriptions import ToolsListChanged
 
-from conftest import http_serve
+from conftest import http_serve, listening_session
 
 
 pytestmark = pytest.mark.anyio
@@ -61,10 +60,8 @@ class ListChanged:
 async def test_every_2025_session_hears_when_a_plugin_offers_a_tool_again(offering_host):
     calling, other = ListChanged(), ListChanged()
     with http_serve(offering_host.env()) as (_, url):
-        async with streamable_http_client(url) as (r, w), ClientSession(r, w, message_handler=calling) as a, \
-                streamable_http_client(url) as (r2, w2), ClientSession(r2, w2, message_handler=other) as b:
-            await a.initialize()
-            await b.initialize()
+        async with listening_session(url, message_handler=calling) as a, \
+                listening_session(url, message_handler=other) as b:
             # Each session calls once: a session's second identical call
             # would be refused as a duplicate.
             for verb, caller in [("withdrew", a), ("offered", b)]:
