@@ -140,3 +140,43 @@ fn a_cancelled_call_stops_and_reports_cancelled() {
     );
     assert_code(&host, &r, ErrorCode::Cancelled);
 }
+
+#[test]
+fn every_sandbox_instance_can_run_at_once() {
+    // The pool keeps as many fiber stacks as component instances: a store
+    // only runs holding one of each. All `max_instances` calls in flight at
+    // once, each asleep in its guest, must find a stack.
+    const INSTANCES: u64 = 6;
+    const SLEEP_MS: u64 = 400;
+    let (_t, host) = host_with(&format!(
+        "[limits]\nmax_instances = {INSTANCES}\ntimeout_ms = 30000"
+    ));
+    let began = std::time::Instant::now();
+    let results = crate::harness::runtime().block_on(async {
+        let calls: Vec<_> = (0..INSTANCES)
+            .map(|i| {
+                let host = std::sync::Arc::clone(&host);
+                // Arguments of their own: the same call twice is a duplicate.
+                let args = format!(r#"{{"ms": {}}}"#, SLEEP_MS + i);
+                tokio::spawn(async move {
+                    host.handle(toolwarden::CallRequest::new("hostile_sleep", args))
+                        .await
+                })
+            })
+            .collect();
+        let mut results = Vec::new();
+        for call in calls {
+            results.push(call.await.expect("call task"));
+        }
+        results
+    });
+    for r in &results {
+        assert_eq!(r.status, toolwarden::Status::Ok, "{r:#?}");
+    }
+    let took = began.elapsed();
+    assert!(
+        took < Duration::from_millis(SLEEP_MS * INSTANCES / 2),
+        "the calls did not run at once: {took:?} for {INSTANCES} sleeps of {SLEEP_MS} ms"
+    );
+    assert_eq!(host.free_instances(), INSTANCES as usize);
+}

@@ -46,7 +46,13 @@ const KEEP_RESIDENT_TABLE_BYTES: usize = 64 << 10;
 pub fn engine_config(limits: &Limits) -> Config {
     let instances = limits.max_instances + LOAD_INSTANCES;
     let mut pool = PoolingAllocationConfig::new();
+    // A fiber stack is taken only by a store that runs (instantiates or
+    // calls), and every such store holds or is taking one of the pool's
+    // component instances, so the instances bound the stacks too.
+    // wasmtime's default of 1,000 stacks protects a guard page for each
+    // with its own `mprotect` when the engine is made, on every start.
     pool.total_component_instances(instances)
+        .total_stacks(instances)
         .total_core_instances(instances * CORE_INSTANCES_PER_COMPONENT / 2)
         .total_memories(instances * 2)
         .total_tables(instances * TABLES_PER_COMPONENT / 2)
