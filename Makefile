@@ -144,6 +144,10 @@ test: setup lint test-build
 	$(MAKE) pg-test
 	$(MAKE) py-test
 
+# In CI the test build also writes cargo's timings (target/cargo-timings/),
+# to read where a slow clean build spent its time.
+BUILD_TIMINGS := $(if $(filter true,$(CI)),--timings,)
+
 # The binary and the tests, with the features the whole workspace's tests
 # unify to. `cargo build -p toolwarden-cli` alone unifies them differently, and
 # wasmtime and everything above it would be compiled twice in a clean clone.
@@ -151,7 +155,7 @@ test: setup lint test-build
 # (tests/all/harness.rs) by time: a source rewritten unchanged rebuilds
 # nothing, so the binary is marked as built from what is there now.
 test-build: setup
-	$(CARGO) test --release --workspace --no-run
+	$(CARGO) test --release --workspace --no-run $(BUILD_TIMINGS)
 	touch -c target/release/toolwarden
 
 # The official MCP SDK clients row 9 of the benchmark drives over HTTP: the
